@@ -1,0 +1,194 @@
+"""Float64 checks of top-m LP verdicts: nothing from the solver is trusted.
+
+For an OPM A, a token set S with targets y_S and a threshold thr (1 for the
+top-m question, 1 - eps for prescribed probabilities):
+
+FEASIBLE certificate: an embedding x. The check projects x onto
+  {A_S x = y_S} in float64, computes every logit with a rigorous rounding
+  bound (|fl(a.x) - a.x| <= gamma_d sum_k |a_k x_k|, Higham Thm 3.1) and
+  accepts iff every other logit is provably < thr. For prescribed
+  probabilities it also checks softmax(s A x): the ratios on S and the mass
+  off S (< delta).
+
+INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
+  x with A_S x = y_S, writing x = x_par + x_perp (x_par the row-space
+  solution, x_perp in the null space of A_S) and v = A_R^T mu / sum(mu),
+
+    max_{j not in S} a_j . x  >=  v . x  =  v . x_par + (P_perp v) . x_perp
+                              >=  v . x_par - |P_perp v| |x - x_par|.
+
+  So no embedding within radius R of x_par reaches the threshold when
+  v . x_par - R |P_perp v| >= thr. An exact Farkas certificate needs
+  P_perp v = 0, which floating point cannot represent; the certificate
+  instead states the largest radius R_cert it rules out (with rounding
+  bounds) and is accepted iff R_cert >= radius_factor * |x_par|. `polish`
+  first moves mu (least squares on its support) to make P_perp v tiny, which
+  typically makes R_cert astronomically large.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_U = np.finfo(np.float64).eps / 2
+
+
+def _gamma(n: int) -> float:
+  return n * _U / (1 - n * _U)
+
+
+class MatrixFacts:
+  """float64 A with the per-row norms and per-column max |entries| that the
+  rounding bounds need (computed once per matrix, not per certificate)."""
+
+  def __init__(self, a):
+    self.a = np.asarray(a, np.float64)
+    self.row_norms = np.linalg.norm(self.a, axis=1)
+    self.col_absmax = np.max(np.abs(self.a), axis=0)
+
+
+def _facts(a) -> MatrixFacts:
+  return a if isinstance(a, MatrixFacts) else MatrixFacts(a)
+
+
+def _rowspace(a_s, y):
+  """x_par = A_S^T (A_S A_S^T)^{-1} y and a projector onto null(A_S)."""
+  q, r = np.linalg.qr(a_s.T)  # A_S^T = Q R, Q orthonormal columns.
+  x_par = q @ np.linalg.solve(r.T, y)
+  return x_par, q
+
+
+def check_feasible(a, subset, y, x, threshold: float) -> dict:
+  """Verifies a FEASIBLE certificate; returns the evidence.
+
+  `a` is the matrix or its MatrixFacts. Rounding bound per logit:
+  gamma_d sum_k |a_k x_k| <= gamma_d |a| |x| (Cauchy-Schwarz).
+  """
+  facts = _facts(a)
+  a = facts.a
+  subset = np.asarray(subset)
+  y = np.asarray(y, np.float64)
+  x = np.asarray(x, np.float64)
+  a_s = a[subset]
+  x = x + np.linalg.lstsq(a_s, y - a_s @ x, rcond=None)[0]  # onto A_S x = y
+  logits = a @ x
+  err = _gamma(a.shape[1]) * facts.row_norms * np.linalg.norm(x)
+  rest = np.ones(a.shape[0], bool)
+  rest[subset] = False
+  t_upper = float(np.max(logits[rest] + err[rest]))
+  eq_residual = float(np.max(np.abs(a_s @ x - y)))
+  s_lower = float(np.min(logits[subset] - err[subset]))
+  ok = t_upper < threshold and s_lower > t_upper
+  return {"ok": bool(ok), "t_upper": t_upper,
+          "margin": float(threshold - np.max(logits[rest])),
+          "top_m_margin": float(np.min(logits[subset]) - np.max(logits[rest])),
+          "equality_residual": eq_residual, "x": x}
+
+
+def check_probabilities(a, subset, x, p, scale: float, delta: float,
+                        ratio_rtol: float = 1e-6) -> dict:
+  """softmax(scale * A x): ratios on S equal p's, mass off S < delta."""
+  from scipy.special import logsumexp  # pylint: disable=g-import-not-at-top
+  logits = scale * (np.asarray(a, np.float64) @ np.asarray(x, np.float64))
+  log_p = logits - logsumexp(logits)
+  subset = np.asarray(subset)
+  rest = np.ones(log_p.shape[0], bool)
+  rest[subset] = False
+  q = np.exp(log_p[subset])
+  p = np.asarray(p, np.float64) / np.sum(p)
+  ratio_err = float(np.max(np.abs((q / q.sum()) / p - 1.0)))
+  rest_mass = float(np.exp(logsumexp(log_p[rest])))
+  return {"ok": bool(ratio_err <= ratio_rtol and rest_mass < delta),
+          "ratio_rel_error": ratio_err, "rest_mass": rest_mass}
+
+
+def polish(a, subset, mu, x=None, support_factor: float = 2.0,
+           rounds: int = 30):  # pylint: disable=too-many-locals
+  """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
+
+  Projects mu onto {mu_K >= 0, sum mu_K = 1, P_perp A_K^T mu_K = 0} by an
+  active-set loop: minimum-norm correction of mu_K, drop the entries that
+  turn negative, repeat from the original mu (staying close to mu keeps its
+  dual bound). A dual vertex has d - m + 1 active rows, so the support K
+  holds support_factor * (d - m + 1) rows: those where mu > 0, filled up with
+  the rows of largest logit at `x` (the solver's best primal point, whose
+  active rows carry the optimal multipliers).
+  """
+  a = _facts(a).a
+  subset = np.asarray(subset)
+  n, d = a.shape
+  mu0 = np.clip(np.asarray(mu, np.float64), 0.0, None)
+  mu0[subset] = 0.0
+  k = min(n - subset.size, int(support_factor * (d - subset.size + 1)))
+  rank = mu0.copy()
+  if x is not None:  # Fill with active rows: below every positive mu.
+    logits = a @ np.asarray(x, np.float64)
+    logits[subset] = -np.inf
+    order = np.argsort(-logits)
+    rank[order] = np.where(mu0[order] > 0, mu0[order], 0) - 1.0 - np.arange(
+        n) / n
+    rank[subset] = -np.inf
+  support = np.argsort(-rank)[:k]
+  _, q = _rowspace(a[subset], np.zeros(subset.size))
+  for _ in range(rounds):
+    a_k = a[support]
+    b = np.vstack([a_k.T - q @ (q.T @ a_k.T), np.ones((1, support.size))])
+    target = np.zeros(b.shape[0])
+    target[-1] = 1.0
+    # Minimum-norm correction b^T (b b^T)^{-1} r via the small Gram matrix
+    # (d + 1 square); lstsq's SVD of the d x k block is ~10x slower.
+    gram = b @ b.T
+    r = target - b @ mu0[support]
+    try:
+      corr = b.T @ np.linalg.solve(gram, r)
+    except np.linalg.LinAlgError:
+      corr = np.linalg.lstsq(b, r, rcond=None)[0]
+    mu_k = mu0[support] + corr
+    if np.all(mu_k >= 0) or support.size <= 1:
+      break
+    keep = mu_k > 0
+    support, mu_k = support[keep], mu_k[keep]
+  out = np.zeros(n)
+  out[support] = np.clip(mu_k, 0.0, None)
+  return out
+
+
+def check_infeasible(a, subset, y, mu, threshold: float,
+                     radius_factor: float = 1e3) -> dict:
+  """Verifies an INFEASIBLE certificate (multipliers mu on the other rows).
+
+  `a` is the matrix or its MatrixFacts.
+  """
+  facts = _facts(a)
+  a = facts.a
+  subset = np.asarray(subset)
+  y = np.asarray(y, np.float64)
+  mu = np.asarray(mu, np.float64)
+  n, d = a.shape
+  if np.any(mu < 0) or mu[subset].any() or mu.sum() <= 0:
+    return {"ok": False, "reason": "mu must be >= 0, zero on S, not all 0",
+            "t_lower": -np.inf, "radius": 0.0}
+  mu = mu / mu.sum()
+  a_s = a[subset]
+  x_par, q = _rowspace(a_s, y)
+  v = a.T @ mu
+  v_perp = v - q @ (q.T @ v)
+  # Rounding: v has error <= gamma_n |A|^T mu <= gamma_n col_absmax
+  # (sum mu = 1); the projection adds at most ~d u cond(A_S) |v|
+  # (backward-stable QR); a factor 10 of safety.
+  sv = np.linalg.svd(a_s, compute_uv=False)
+  cond = sv[0] / sv[-1]
+  err_v = _gamma(n) * np.linalg.norm(facts.col_absmax)
+  err_perp = 10.0 * (err_v + d * _U * cond * np.linalg.norm(v))
+  perp = np.linalg.norm(v_perp) + err_perp
+  gap = float(v @ x_par) - threshold - 10.0 * (
+      err_v * np.linalg.norm(x_par) + d * _U * abs(v) @ abs(x_par))
+  norm_par = float(np.linalg.norm(x_par))
+  radius = gap / perp if gap > 0 else 0.0
+  need = radius_factor * norm_par
+  return {"ok": bool(gap > 0 and radius >= need), "t_lower":
+          float(v @ x_par - need * np.linalg.norm(v_perp)),
+          "radius": float(radius), "radius_over_x_par": float(
+              radius / norm_par) if norm_par > 0 else np.inf,
+          "residual": float(np.linalg.norm(v_perp)),
+          "margin": float(threshold - (v @ x_par))}

@@ -1,0 +1,126 @@
+"""Argument checks shared by every public function.
+
+Each check raises `ValueError` naming the argument, the allowed range and the
+value received, so that bad input never surfaces as a traceback from inside
+JAX or as a silent NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+
+def _is_integer(value) -> bool:
+  return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def positive_int(name: str, value) -> int:
+  """Returns `value` as int; raises unless it is an integer >= 1."""
+  if not _is_integer(value) or value < 1:
+    raise ValueError(f"`{name}` must be an integer >= 1; got {value!r}.")
+  return int(value)
+
+
+def int_in_range(name: str, value, lo: int, hi: int, why: str = "") -> int:
+  """Returns `value` as int; raises unless it is an integer in [lo, hi]."""
+  if not _is_integer(value) or not lo <= value <= hi:
+    extra = f" ({why})" if why else ""
+    raise ValueError(
+        f"`{name}` must be an integer in [{lo}, {hi}]{extra}; got {value!r}.")
+  return int(value)
+
+
+def open_interval(name: str, value, lo: float, hi: float) -> float:
+  """Returns `value` as float; raises unless lo < value < hi."""
+  try:
+    val = float(value)
+  except (TypeError, ValueError):
+    raise ValueError(
+        f"`{name}` must be a number in ({lo}, {hi}); got {value!r}.") from None
+  if not lo < val < hi:  # Also rejects NaN.
+    raise ValueError(f"`{name}` must be in ({lo}, {hi}); got {value!r}.")
+  return val
+
+
+def one_of(name: str, value, allowed: Iterable[str]) -> str:
+  allowed = tuple(allowed)
+  if value not in allowed:
+    raise ValueError(f"`{name}` must be one of {allowed}; got {value!r}.")
+  return value
+
+
+def topm_sizes(N, d, m) -> tuple[int, int, int]:
+  """Checks the sizes of a top-m question: N tokens, dimension d, m chosen.
+
+  Requires 1 <= m < N. (The bounds additionally need m < d - 3; see
+  `bounds_sizes`.)
+  """
+  N = positive_int("N", N)
+  d = positive_int("d", d)
+  m = positive_int("m", m)
+  if m >= N:
+    raise ValueError(f"`m` must satisfy 1 <= m < N = {N}; got m={m}.")
+  return N, d, m
+
+
+def bounds_sizes(N, d, m) -> tuple[int, int, int]:
+  """Sizes for which v(d, m) of eq. (8) is defined: 1 <= m < d - 3, m < N."""
+  N, d, m = topm_sizes(N, d, m)
+  if m >= d - 3:
+    raise ValueError(
+        f"`m` must satisfy 1 <= m < d - 3 = {d - 3} (the variance v(d, m) of "
+        f"eq. (8) has a pole at m = d - 3); got m={m} with d={d}.")
+  return N, d, m
+
+
+def finite_array(name: str, array, ndim: int | None = None) -> np.ndarray:
+  """Returns `array` as a numpy array; raises on wrong rank or non-finite."""
+  arr = np.asarray(array)
+  if ndim is not None and arr.ndim != ndim:
+    raise ValueError(
+        f"`{name}` must have {ndim} dimensions; got shape {arr.shape}.")
+  if arr.size == 0:
+    raise ValueError(f"`{name}` must not be empty; got shape {arr.shape}.")
+  if not np.issubdtype(arr.dtype, np.number):
+    raise ValueError(f"`{name}` must be numeric; got dtype {arr.dtype}.")
+  if not np.all(np.isfinite(arr)):
+    bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+    raise ValueError(f"`{name}` must be finite; it has {bad} NaN/inf entries.")
+  return arr
+
+
+def probabilities(name: str, p, normalise: bool = False) -> np.ndarray:
+  """A 1-D vector of strictly positive, finite probabilities.
+
+  With `normalise=True` the vector is rescaled to sum to 1 (targets are often
+  given as unnormalised weights, e.g. U[0.1, 1.1] draws in Section 6).
+  """
+  p = finite_array(name, p, ndim=1).astype(np.float64)
+  if np.any(p <= 0):
+    raise ValueError(
+        f"`{name}` must be strictly positive (allowed range (0, 1]); "
+        f"got min {p.min()!r}.")
+  if normalise:
+    p = p / p.sum()
+  elif p.sum() > 1 + 1e-9:
+    raise ValueError(f"`{name}` must sum to at most 1; got sum {p.sum()!r}.")
+  return p
+
+
+def subset_indices(name: str, subset, N: int) -> np.ndarray:
+  """Distinct integer indices in [0, N)."""
+  idx = np.asarray(subset)
+  if idx.ndim != 1 or idx.size == 0:
+    raise ValueError(f"`{name}` must be a non-empty 1-D list of token indices; "
+                     f"got shape {idx.shape}.")
+  if not np.issubdtype(idx.dtype, np.integer):
+    raise ValueError(f"`{name}` must hold integers; got dtype {idx.dtype}.")
+  if idx.min() < 0 or idx.max() >= N:
+    raise ValueError(f"`{name}` entries must be in [0, {N - 1}]; got min "
+                     f"{idx.min()}, max {idx.max()}.")
+  if np.unique(idx).size != idx.size:
+    raise ValueError(f"`{name}` must not repeat an index; got {idx.size} "
+                     f"entries, {np.unique(idx).size} distinct.")
+  return idx.astype(np.int64)

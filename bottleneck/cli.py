@@ -1,0 +1,140 @@
+"""Helpers shared by the absl binaries: lists of m, output formats, progress."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+FORMATS = ("json", "table", "csv", "markdown")
+
+
+def parse_int_list(name: str, text: str) -> list[int]:
+  """Parses '5', '1,2,8', '20..36' (inclusive) or '5..150:5', comma-joined.
+
+  Returns the sorted distinct integers; raises ValueError naming `name`.
+  """
+  values: set[int] = set()
+  try:
+    for part in str(text).split(","):
+      part = part.strip()
+      if ".." in part:
+        lo, rest = part.split("..", 1)
+        hi, _, step = rest.partition(":")
+        step = int(step) if step else 1
+        if step < 1 or int(hi) < int(lo):
+          raise ValueError
+        values.update(range(int(lo), int(hi) + 1, step))
+      else:
+        values.add(int(part))
+  except ValueError:
+    raise ValueError(
+        f"`{name}` must be integers like '20', '1,2,8', '20..36' or "
+        f"'5..150:5' (inclusive ranges, optional step); got {text!r}."
+    ) from None
+  return sorted(values)
+
+
+def _jsonable(value: Any) -> Any:
+  if isinstance(value, dict):
+    return {k: _jsonable(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_jsonable(v) for v in value]
+  if isinstance(value, np.ndarray):
+    return _jsonable(value.tolist())
+  if isinstance(value, np.integer):
+    return int(value)
+  if isinstance(value, np.floating):
+    value = float(value)
+  if isinstance(value, float) and not np.isfinite(value):
+    return None  # JSON has no NaN/inf; None marks "undefined here".
+  if isinstance(value, np.bool_):
+    return bool(value)
+  return value
+
+
+def to_json(obj: Any) -> str:
+  return json.dumps(_jsonable(obj), indent=1)
+
+
+def format_records(records: Sequence[dict], fmt: str,
+                   columns: Sequence[str] | None = None) -> str:
+  """Renders a list of flat dicts as json, an aligned table, csv or markdown."""
+  if fmt == "json":
+    return to_json(list(records))
+  columns = list(columns or (records[0].keys() if records else []))
+  rows = [[_cell(r.get(c)) for c in columns] for r in records]
+  if fmt == "csv":
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return buf.getvalue().rstrip("\n")
+  if fmt == "markdown":
+    lines = ["| " + " | ".join(columns) + " |",
+             "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+  if fmt == "table":
+    widths = [max([len(c)] + [len(r[i]) for r in rows])
+              for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+  raise ValueError(f"`format` must be one of {FORMATS}; got {fmt!r}.")
+
+
+def _cell(value: Any) -> str:
+  value = _jsonable(value)
+  if value is None:
+    return "-"
+  if isinstance(value, float):
+    return f"{value:.6g}"
+  return str(value)
+
+
+def run_binary(main, define_flags) -> None:
+  """absl entry point: defines flags, runs `main`, turns bad input into
+  'error: ...' on stderr with exit status 2 (no traceback)."""
+  from absl import app, logging  # pylint: disable=g-import-not-at-top
+
+  def wrapped(argv):
+    if logging.get_verbosity() == logging.INFO:  # Default: hide JAX chatter.
+      logging.set_verbosity(logging.WARNING)
+    try:
+      return main(argv)
+    except ValueError as e:
+      sys.stderr.write(f"error: {e}\n")
+      sys.exit(2)
+
+  define_flags()
+  app.run(wrapped)
+
+
+class Progress:
+  """Prints 'label done/total (pct) elapsed ETA' to stderr, rate-limited."""
+
+  def __init__(self, total: int, label: str = "trials", stream=None,
+               min_interval_s: float = 2.0):
+    self.total, self.label = total, label
+    self.stream = sys.stderr if stream is None else stream
+    self.min_interval_s = min_interval_s
+    self.start = time.perf_counter()
+    self._last = -float("inf")
+
+  def update(self, done: int) -> None:
+    now = time.perf_counter()
+    if done < self.total and now - self._last < self.min_interval_s:
+      return
+    self._last = now
+    elapsed = now - self.start
+    eta = elapsed / done * (self.total - done) if done else float("nan")
+    self.stream.write(
+        f"{self.label} {done}/{self.total} ({100.0 * done / self.total:.0f}%)"
+        f" elapsed {elapsed:.1f}s ETA {eta:.1f}s\n")
+    self.stream.flush()

@@ -1,0 +1,60 @@
+"""Small dense factorisations written in plain XLA ops (no LAPACK calls).
+
+Why: on CPU, jaxlib's batched LAPACK kernels (potrf, geqrf, ...) split their
+batch over the same intra-op thread pool they run on. With several CPU
+devices executing at once (e.g. `--xla_force_host_platform_device_count=8`)
+every pool thread can end up blocked inside such a kernel waiting for tasks
+queued behind it: a deadlock (seen with vmapped `jnp.linalg.qr` on 8 fake
+devices, 2 cores). These loops lower to ordinary HLO, vmap into batched
+matmuls, and behave the same on CPU, GPU and TPU. They are O(n^3) and meant
+for the n <= ~1000 systems of this package.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def cholesky(a_nxn):
+  """Lower-triangular L with L L^T = a (a symmetric positive definite).
+
+  Left-looking, one column per step: column j of L is
+  (a[:, j] - L[:, :j] L[j, :j]^T) / L[j, j] below the diagonal.
+  """
+  n = a_nxn.shape[-1]
+  idx = jnp.arange(n)
+
+  def body(j, l):
+    col = a_nxn[:, j] - l @ l[j]  # Columns >= j of l are still zero.
+    diag = jnp.sqrt(col[j])
+    new = jnp.where(idx > j, col / diag, 0.0) + jnp.where(idx == j, diag, 0.0)
+    return l.at[:, j].set(new)
+
+  return jax.lax.fori_loop(0, n, body, jnp.zeros_like(a_nxn))
+
+
+def solve_lower(l_nxn, b_nxk):
+  """Solves L Y = B by forward substitution (rows of Y in order)."""
+  n = l_nxn.shape[-1]
+
+  def body(i, y):
+    return y.at[i].set((b_nxk[i] - l_nxn[i] @ y) / l_nxn[i, i])
+
+  return jax.lax.fori_loop(0, n, body, jnp.zeros_like(b_nxk))
+
+
+def solve_lower_t(l_nxn, b_nxk):
+  """Solves L^T X = B by back substitution (rows of X from the last)."""
+  n = l_nxn.shape[-1]
+
+  def body(k, x):
+    i = n - 1 - k
+    return x.at[i].set((b_nxk[i] - l_nxn[:, i] @ x) / l_nxn[i, i])
+
+  return jax.lax.fori_loop(0, n, body, jnp.zeros_like(b_nxk))
+
+
+def cho_solve(l_nxn, b_nxk):
+  """Solves (L L^T) X = B given the Cholesky factor L."""
+  return solve_lower_t(l_nxn, solve_lower(l_nxn, b_nxk))

