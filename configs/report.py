@@ -105,4 +105,12 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
       matrices=("minilm",),  # Add e.g. 'hf:/path/to/gpt2' when available.
       m="40,80" if tiny else ("20..160:10" if paper else "30..70:5"),
       trials=2 if tiny else (100 if paper else 10))
+
+  # Seed 004: thesis architectures trained briefly on the embedded default.
+  c.training = config_dict.ConfigDict()
+  c.training.runs = (tuple(f"model{i},cpu" for i in range(1, 9)) if paper
+                     else ("model1,cpu",))  # configs/thesis.py names.
+  c.training.steps = 40 if tiny else (3000 if paper else 500)  # Per run.
+  c.training.stories = 3 if tiny else 5  # Held-out stories completed.
+  c.training.tokens = (10,) if tiny else (10, 20)  # Completion lengths.
   return c

@@ -1,6 +1,6 @@
 """Registry of the main job's report sections, in report order."""
 
-from train.sections import closed_form, topm_lp
+from train.sections import closed_form, topm_lp, training
 
 SECTIONS = {
     "table1": closed_form.table1,
@@ -11,4 +11,5 @@ SECTIONS = {
     "figure3": topm_lp.figure3,
     "natural": topm_lp.natural_targets,
     "trained": topm_lp.trained_vs_random,
+    "training": training.training,
 }

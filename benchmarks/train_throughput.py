@@ -1,0 +1,79 @@
+"""Training throughput of the thesis's eight models (full GPT-Neo vocabulary).
+
+  python benchmarks/train_throughput.py --batch=8 --steps=3 \
+      --out=benchmarks/train_throughput.json
+
+Per model: one warm-up step (compile), then `steps` timed steps of the real
+jitted train step on random tokens; tokens/s, achieved FLOP/s (6N + 12LTd
+per token, train.model.flops_per_token) and MFU. MFU needs the device's peak:
+the known bf16/fp32 table for GPUs/TPUs, and on CPU the float32 GEMM
+throughput measured here (a 2048^3 matmul), so CPU "MFU" is relative to what
+this CPU's BLAS reaches, not to a datasheet.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from configs import thesis
+from train import trainer
+
+
+def measured_gemm_flops(n: int = 2048, reps: int = 5) -> float:
+  a = jnp.ones((n, n), jnp.float32)
+  f = jax.jit(lambda x: x @ x)
+  f(a).block_until_ready()
+  start = time.perf_counter()
+  for _ in range(reps):
+    f(a).block_until_ready()
+  return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+def main():
+  args = dict(a.lstrip("-").split("=", 1) for a in sys.argv[1:])
+  batch, steps = int(args.get("batch", 8)), int(args.get("steps", 3))
+  dtype = args.get("dtype", "float32")
+  names = args.get("models", ",".join(thesis.MODELS)).split(",")
+  peak = None if jax.default_backend() != "cpu" else measured_gemm_flops()
+  results = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
+             "machine": f"{platform.node()} {platform.machine()}",
+             "device": jax.devices()[0].device_kind, "dtype": dtype,
+             "cpu_gemm_flops": peak, "runs": []}
+  for name in names:
+    c = thesis.get_config(name)
+    c.train.batch_size, c.model.dtype = batch, dtype
+    tr = trainer.Trainer(c)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, c.model.vocab_size, (batch, c.model.block_size))
+    xb, yb = tr.global_batch(x.astype(np.int32), x.astype(np.int32))
+    state = tr.init_fn()
+    state, m = tr.step_fn(state, xb, yb)
+    jax.block_until_ready(m)
+    start = time.perf_counter()
+    for _ in range(steps):
+      state, m = tr.step_fn(state, xb, yb)
+    jax.block_until_ready(m)
+    sec = (time.perf_counter() - start) / steps
+    tokens = batch * c.model.block_size
+    flops = trainer.model_lib.flops_per_token(tr.model_cfg, tr.n_params)
+    device_peak = tr.peak_flops() or peak
+    row = {"model": name, "params": tr.n_params, "seconds_per_step": sec,
+           "tokens_per_s": tokens / sec,
+           "achieved_tflops": flops * tokens / sec / 1e12,
+           "mfu": flops * tokens / sec / device_peak if device_peak else None}
+    results["runs"].append(row)
+    print(json.dumps(row), flush=True)
+  if "out" in args:
+    with open(args["out"], "w") as f:
+      json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,66 @@
+"""Defaults shared by every training config (each field commented).
+
+Experiment files (thesis.py, spamlang.py, lowrank.py) start from
+`get_config()` here and change what their experiment needs.
+"""
+
+from ml_collections import config_dict
+
+
+def get_config() -> config_dict.ConfigDict:
+  c = config_dict.ConfigDict()
+  c.seed = 0  # Seed of initialisation, data order and dropout.
+
+  c.model = config_dict.ConfigDict()
+  c.model.vocab_size = 50257  # V (must cover the tokenizer).
+  c.model.block_size = 128  # Context length T (thesis: 128, see WORKSPACE).
+  c.model.n_layer = 4  # Transformer blocks.
+  c.model.n_head = 1  # Attention heads (must divide n_embd).
+  c.model.n_embd = 64  # Width.
+  c.model.dropout = 0.0  # Dropout on residual branches and embeddings.
+  c.model.qkv_bias = False  # Bias on q, k, v (GPT-2: True).
+  c.model.head = "untied"  # untied | tied | lowrank (W = A B).
+  c.model.head_rank = 0  # D of a low-rank head (1 <= D <= n_embd).
+  c.model.head_bias = True  # Bias on the logits.
+  c.model.activation = "gelu"  # gelu | gelu_exact | relu.
+  c.model.layer_norm_eps = 1e-5  # LayerNorm epsilon.
+  c.model.dtype = "float32"  # Compute dtype: float32 | bfloat16 (mixed).
+
+  c.data = config_dict.ConfigDict()
+  c.data.source = "synthetic_stories"  # See train/data.py SOURCES.
+  c.data.path = ""  # tinystories folder/file; text: comma list of globs.
+  c.data.online = False  # tinystories: download from the hub if no path.
+  c.data.tokenizer = "gpt2"  # gpt2 | byte | hf:DIR.
+  c.data.val_fraction = 0.05  # Held-out share where a source has no split.
+  c.data.cache_dir = ""  # Token shards ('' = $BOTTLENECK_CACHE or ~/.cache).
+  c.data.synthetic_stories = 4000  # Stories generated (synthetic_stories).
+  c.data.spamlang_vocab = 1024  # V of SpamLang (source=spamlang).
+  c.data.seed = 0  # Seed of the synthetic corpora.
+
+  c.train = config_dict.ConfigDict()
+  c.train.steps = 20000  # Optimizer steps (thesis: 20,000 "epochs").
+  c.train.batch_size = 64  # Global batch, sequences (per optimizer step).
+  c.train.grad_accum = 1  # Micro-batches per step (batch_size is split).
+  c.train.lr = 3e-4  # Peak learning rate.
+  c.train.warmup = 200  # Linear warm-up steps.
+  c.train.schedule = "cosine"  # cosine | wsd | constant.
+  c.train.decay_fraction = 0.1  # wsd: share of steps in the final decay.
+  c.train.min_lr_ratio = 0.1  # Final lr / peak lr.
+  c.train.weight_decay = 0.1  # AdamW decay (matrices only).
+  c.train.b1 = 0.9  # AdamW beta1.
+  c.train.b2 = 0.95  # AdamW beta2.
+  c.train.eps = 1e-8  # AdamW epsilon.
+  c.train.grad_clip = 1.0  # Global-norm clipping (0 = off).
+  c.train.fsdp = False  # Shard parameters and optimizer state (ZeRO-3).
+
+  c.eval_every = 500  # Validation loss every N steps (thesis: 500).
+  c.eval_batches = 10  # Validation batches per evaluation.
+  c.log_every = 50  # Progress line and metrics.jsonl row every N steps.
+  c.checkpoint_every = 500  # Checkpoint every N steps.
+  c.keep_checkpoints = 3  # Checkpoints kept (oldest deleted).
+  c.async_checkpoint = True  # Write checkpoints in the background.
+  # Training-time probes: comma list of name:every (train/hooks.py),
+  # e.g. 'gradient:200'. Steps without a probe run the plain step.
+  c.probes = ""
+  c.peak_flops = 0.0  # Device peak FLOP/s for MFU (0 = known table/none).
+  return c

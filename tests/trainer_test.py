@@ -1,0 +1,362 @@
+"""The Flax trainer: configs, data, steps, checkpoints, resume, generation."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from configs import lowrank, spamlang, thesis
+from train import data, generate, model as model_lib, tokenizers, trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "testdata", "golden_one_step.json")
+
+
+def tiny_config(**overrides):
+  """A seconds-sized run: byte-level synthetic stories, 2 x 32 model."""
+  c = thesis.get_config("model1,cpu")
+  c.model.n_layer, c.model.n_head, c.model.n_embd = 2, 2, 32
+  c.model.block_size = 32
+  c.data.synthetic_stories = 400
+  c.train.batch_size, c.train.steps, c.train.warmup = 8, 30, 3
+  c.eval_every = c.checkpoint_every = 10
+  c.log_every = 1
+  c.eval_batches = 2
+  for key, value in overrides.items():
+    node = c
+    *path, last = key.split(".")
+    for part in path:
+      node = node[part]
+    node[last] = value
+  return c
+
+
+def run_env():
+  env = dict(os.environ, PYTHONPATH=ROOT)
+  env.pop("XLA_FLAGS", None)  # Subprocess runs use one CPU device.
+  return env
+
+
+class ConfigTest(parameterized.TestCase):
+
+  @parameterized.parameters(("model1", 6.69e6), ("model2", 6.89e6),
+                            ("model3", 6.69e6), ("model4", 6.89e6),
+                            ("model5", 6.69e6), ("model6", 6.89e6),
+                            ("model7", 29e6), ("model8", 70e6))
+  def test_parameter_counts_match_table_4_1(self, name, paper):
+    cfg = model_lib.GPTConfig(**thesis.get_config(name).model.to_dict())
+    shapes = jax.eval_shape(lambda: model_lib.init_params(cfg))
+    n = sum(x.size for x in jax.tree.leaves(shapes))
+    self.assertLess(abs(n / paper - 1), 0.02)
+
+  def test_dry_run_prints_one_json_line(self):
+    out = subprocess.run([sys.executable, "-m", "train.main",
+                          "--config=configs/thesis.py:model7", "--dry_run"],
+                         cwd=ROOT, env=run_env(), capture_output=True,
+                         text=True, timeout=300)
+    self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    self.assertEqual(line["params"], 28971089)
+
+  @parameterized.parameters(
+      ("model.n_head", dict(n_head=3, n_embd=64)),
+      ("model.head_rank", dict(head="lowrank", head_rank=65, n_embd=64)),
+      ("model.head_rank", dict(head="lowrank", head_rank=0)),
+      ("model.head", dict(head="mixture")),
+      ("model.dtype", dict(dtype="float16")))
+  def test_bad_model_configs(self, name, kwargs):
+    with self.assertRaisesRegex(ValueError, f"`{name}`"):
+      model_lib.GPTConfig(**kwargs)
+
+  def test_bad_data_and_train_configs(self):
+    c = tiny_config(**{"data.source": "wikipedia"})
+    with self.assertRaisesRegex(ValueError, "`data.source`"):
+      data.make_loaders(c)
+    c = tiny_config(**{"data.source": "tinystories", "data.path":
+                       "/no/such/TinyStories"})
+    with self.assertRaisesRegex(ValueError, "`data.path`"):
+      data.make_loaders(c)
+    c = tiny_config(**{"data.source": "tinystories"})
+    with self.assertRaisesRegex(ValueError, "`data.path`"):
+      data.make_loaders(c)
+    with self.assertRaisesRegex(ValueError, "`data.tokenizer`"):
+      tokenizers.load("sentencepiece")
+    with self.assertRaisesRegex(ValueError, "`train.schedule`"):
+      trainer.Trainer(tiny_config(**{"train.schedule": "linear"}))
+    with self.assertRaisesRegex(ValueError, "`model.vocab_size`"):
+      data.make_loaders(tiny_config(**{"data.tokenizer": "gpt2"}))
+
+  def test_experiment_configs_build(self):
+    for c in (spamlang.get_config("V=512,D=16,cpu"),
+              lowrank.get_config("D=8,cpu"), thesis.get_config("model8")):
+      model_lib.GPTConfig(**c.model.to_dict())
+    self.assertEqual(spamlang.get_config("V=512,D=16").model.head_rank, 16)
+    with self.assertRaises(ValueError):
+      thesis.get_config("model9")
+
+  def test_lowrank_head_has_rank_at_most_d(self):
+    cfg = model_lib.GPTConfig(vocab_size=300, block_size=8, n_layer=1,
+                              n_head=2, n_embd=32, head="lowrank",
+                              head_rank=5)
+    w = model_lib.head_matrix(model_lib.init_params(cfg), cfg)
+    self.assertEqual(w.shape, (300, 32))
+    sv = np.linalg.svd(np.asarray(w, np.float64), compute_uv=False)
+    # Rank <= D: singular values past D are float32 rounding (~1e-7).
+    self.assertLess(sv[5] / sv[0], 1e-5)
+    self.assertGreater(sv[4] / sv[0], 1e-3)
+
+
+class TokenizerTest(absltest.TestCase):
+
+  def test_gpt2_ids_equal_gpt2s(self):
+    tok = tokenizers.load("gpt2")
+    self.assertEqual(tok.vocab_size, 50257)
+    self.assertEqual(tok.encode("Hello world"), [15496, 995])
+    self.assertEqual(tok.encode("Hello, my dog is cute"),
+                     [15496, 11, 616, 3290, 318, 13779])
+    ids = tok.encode("The end.<|endoftext|>Once")
+    self.assertIn(50256, ids)
+    self.assertEqual(tok.decode(ids), "The end.<|endoftext|>Once")
+
+  def test_byte_round_trip(self):
+    tok = tokenizers.load("byte")
+    text = "Héllo<|endoftext|>wörld"
+    self.assertEqual(tok.decode(tok.encode(text)), text)
+    self.assertEqual(tok.encode("A<|endoftext|>")[-1], 256)
+
+
+class DataTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    os.environ["BOTTLENECK_CACHE"] = self.create_tempdir().full_path
+
+  def test_loader_is_deterministic_resumable_and_shards_by_process(self):
+    tokens = np.arange(10_000, dtype=np.uint16)
+    a = data.WindowLoader(tokens, 16, 8, seed=3)
+    b = data.WindowLoader(tokens, 16, 8, seed=3)
+    for step in (7, 0, 7, 123):
+      np.testing.assert_array_equal(a.batch(step)[0], b.batch(step)[0])
+    x, y = a.batch(5)
+    np.testing.assert_array_equal(x[:, 1:], y[:, :-1])  # Shifted targets.
+    p0 = data.WindowLoader(tokens, 16, 8, 3, process_index=0, process_count=2)
+    p1 = data.WindowLoader(tokens, 16, 8, 3, process_index=1, process_count=2)
+    np.testing.assert_array_equal(
+        np.concatenate([p0.batch(9)[0], p1.batch(9)[0]]), a.batch(9)[0])
+    # One epoch visits every window exactly once.
+    n = a.n_windows
+    firsts = np.concatenate([a.batch(s)[0][:, 0] for s in range(n // 8)])
+    self.assertEqual(len(set(firsts.tolist())), n // 8 * 8)
+    self.assertEqual(a.position(n // 8 + 1)["epoch"], 1)
+
+  def test_spamlang_repeats_the_first_token(self):
+    loader = data.SpamLangLoader(100, 12, 16, seed=0)
+    x, y = loader.batch(4)
+    self.assertTrue(np.all(x == x[:, :1]) and np.all(y == x[:, :1]))
+    self.assertTrue(np.all((x >= 0) & (x < 100)))
+    self.assertGreater(len(np.unique(x[:, 0])), 5)
+
+  def test_tinystories_txt_files_and_cache(self):
+    folder = self.create_tempdir().full_path
+    stories = [f"Story {i}: Lily had a red ball." for i in range(30)]
+    for split, part in (("train", stories[:25]), ("valid", stories[25:])):
+      with open(os.path.join(folder, f"TinyStories-{split}.txt"), "w") as f:
+        f.write("\n<|endoftext|>\n".join(part))
+    c = tiny_config(**{"data.source": "tinystories", "data.path": folder})
+    tr, va, tok = data.make_loaders(c)
+    meta = data.build_shards(c.data, tok)
+    self.assertEqual(meta, data.build_shards(c.data, tok))  # Cached.
+    text = tok.decode(np.asarray(va.tokens).tolist())
+    self.assertIn("Story 27", text)
+    self.assertNotIn("Story 3:", text)
+    self.assertEqual(text.count("<|endoftext|>"), 5)
+    self.assertEqual(data.heldout_documents(c.data, tok)[0], stories[25])
+    self.assertGreater(tr.n_windows, 5)
+
+  def test_shakespeare_and_text_sources(self):
+    c = tiny_config(**{"data.source": "shakespeare"})
+    meta = data.build_shards(c.data, tokenizers.load("byte"))
+    self.assertGreater(meta["tokens"]["train"], 5_000_000)
+    path = os.path.join(self.create_tempdir().full_path, "a.txt")
+    with open(path, "w") as f:
+      f.write("some local text " * 200)
+    c = tiny_config(**{"data.source": "text", "data.path": path})
+    self.assertGreater(data.make_loaders(c)[0].n_windows, 10)
+
+
+class TrainingTest(parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    os.environ["BOTTLENECK_CACHE"] = os.path.join(
+        absltest.get_default_test_tmpdir(), "cache")
+
+  def _one_step(self, config, devices=None):
+    tr = trainer.Trainer(config, devices)
+    loader, _, _ = data.make_loaders(config)
+    state = tr.init_fn()
+    state, metrics = tr.step_fn(state, *tr.global_batch(*loader.batch(0)))
+    return float(metrics["loss"]), jax.device_get(state.params)
+
+  def test_golden_values_after_one_step(self):
+    # Regenerate (after an intended change of model, data or optimizer):
+    #   REGENERATE_GOLDEN=1 python -m pytest tests/trainer_test.py -k golden
+    loss, params = self._one_step(tiny_config())
+    leaves = jax.tree.leaves(params)
+    got = {"loss": loss, "param_sum": float(sum(np.sum(x) for x in leaves)),
+           "param_abs_sum": float(sum(np.abs(x).sum() for x in leaves))}
+    if os.environ.get("REGENERATE_GOLDEN"):
+      with open(GOLDEN, "w") as f:
+        json.dump(got, f, indent=1)
+    with open(GOLDEN) as f:
+      want = json.load(f)
+    for key in want:
+      self.assertAlmostEqual(got[key] / want[key], 1.0, delta=1e-5, msg=key)
+
+  def test_sharded_step_equals_unsharded(self):
+    self.assertEqual(jax.device_count(), 8)
+    config = tiny_config()
+    loss1, p1 = self._one_step(config, jax.devices()[:1])
+    loss8, p8 = self._one_step(config)
+    config.train.fsdp = True
+    loss_f, pf = self._one_step(config)
+    self.assertAlmostEqual(loss1, loss8, places=5)
+    self.assertAlmostEqual(loss1, loss_f, places=5)
+    for other in (p8, pf):
+      jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-6),
+                   p1, other)
+
+  def test_gradient_accumulation_equals_full_batch(self):
+    loss1, p1 = self._one_step(tiny_config(), jax.devices()[:1])
+    loss2, p2 = self._one_step(tiny_config(**{"train.grad_accum": 2}),
+                               jax.devices()[:1])
+    self.assertAlmostEqual(loss1, loss2, places=5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-6),
+                 p1, p2)
+
+  def test_loss_decreases_and_probes_do_not_change_training(self):
+    base = self.create_tempdir().full_path
+    plain = trainer.train_and_evaluate(tiny_config(), f"{base}/plain")
+    probed = trainer.train_and_evaluate(tiny_config(probes="head:5"),
+                                        f"{base}/probed")
+    rows = [json.loads(line) for line in open(f"{base}/plain/metrics.jsonl")]
+    losses = [r["loss"] for r in rows if "loss" in r]
+    self.assertLess(np.mean(losses[-5:]), np.mean(losses[:5]) - 0.5)
+    probed_rows = [json.loads(line)
+                   for line in open(f"{base}/probed/metrics.jsonl")]
+    self.assertEqual(losses, [r["loss"] for r in probed_rows if "loss" in r])
+    self.assertTrue(any("head/row_norm_mean" in r for r in probed_rows))
+    self.assertEqual(plain["final_val_loss"], probed["final_val_loss"])
+    self.assertTrue(os.path.isfile(f"{base}/plain/curves.png"))
+
+  def test_corrupt_or_incompatible_checkpoint_is_an_error(self):
+    workdir = self.create_tempdir().full_path
+    trainer.train_and_evaluate(tiny_config(**{"train.steps": 10}), workdir)
+    with self.assertRaisesRegex(ValueError, "incompatible"):
+      trainer.train_and_evaluate(tiny_config(**{"model.n_embd": 64}), workdir)
+    state_dir = os.path.join(workdir, "checkpoints", "10", "state")
+    for root, _, files in os.walk(state_dir):
+      for name in files:
+        with open(os.path.join(root, name), "wb") as f:
+          f.write(b"garbage")
+    with self.assertRaisesRegex(ValueError, "could not be restored"):
+      trainer.train_and_evaluate(tiny_config(**{"train.steps": 20}), workdir)
+
+
+class KillResumeTest(absltest.TestCase):
+
+  def _cmd(self, workdir):
+    return [sys.executable, "-m", "train.main",
+            "--config=configs/thesis.py:model1,cpu", f"--workdir={workdir}",
+            "--config.model.n_layer=2", "--config.model.n_embd=32",
+            "--config.model.block_size=32", "--config.data.synthetic_stories=400",
+            "--config.train.batch_size=8", "--config.train.steps=60",
+            "--config.train.warmup=3", "--config.log_every=1",
+            "--config.checkpoint_every=10", "--config.eval_every=20",
+            "--config.eval_batches=2", "--config.model.dropout=0.1"]
+
+  def test_sigkill_then_restart_reproduces_the_losses(self):
+    env = run_env()
+    env["BOTTLENECK_CACHE"] = self.create_tempdir().full_path
+    base = self.create_tempdir().full_path
+    ref = subprocess.run(self._cmd(f"{base}/ref"), cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    self.assertEqual(ref.returncode, 0, ref.stderr[-2000:])
+    proc = subprocess.Popen(self._cmd(f"{base}/run"), cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    ckpts = f"{base}/run/checkpoints"
+    deadline = time.time() + 300
+    while time.time() < deadline:  # Kill after >= 2 finished checkpoints.
+      done = [d for d in (os.listdir(ckpts) if os.path.isdir(ckpts) else [])
+              if d.isdigit()]
+      if len(done) >= 2:
+        break
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    again = subprocess.run(self._cmd(f"{base}/run"), cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    self.assertEqual(again.returncode, 0, again.stderr[-2000:])
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    self.assertGreater(summary["resumed_from"], 0)
+    self.assertLess(summary["resumed_from"], 60)
+    read = lambda d: {r["step"]: r for r in map(
+        json.loads, open(f"{d}/metrics.jsonl")) if "loss" in r}
+    want, got = read(f"{base}/ref"), read(f"{base}/run")
+    self.assertEqual(sorted(want), sorted(got))
+    for step in want:
+      self.assertAlmostEqual(want[step]["loss"], got[step]["loss"], places=6,
+                             msg=f"step {step}")
+
+
+class GenerationTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.cfg = model_lib.GPTConfig(vocab_size=50, block_size=16, n_layer=1,
+                                   n_head=2, n_embd=16)
+    self.model = model_lib.GPT(self.cfg)
+    self.params = model_lib.init_params(self.cfg, seed=1)
+
+  def test_greedy_equals_step_by_step_argmax(self):
+    prompts = [[3, 7, 1], [5]]
+    got = generate.complete(self.params, self.model, self.cfg, prompts, 4)
+    apply = jax.jit(self.model.apply)
+    for prompt, new in zip(prompts, got):
+      seq = list(prompt)
+      for _ in range(4):
+        logits = apply(self.params, jnp.asarray([seq]))
+        seq.append(int(jnp.argmax(logits[0, -1])))
+      self.assertEqual(seq[len(prompt):], new)
+
+  def test_sampling_options(self):
+    p = [[3, 7, 1]]
+    greedy = generate.complete(self.params, self.model, self.cfg, p, 5)
+    top1 = generate.complete(self.params, self.model, self.cfg, p, 5,
+                             temperature=1.0, top_k=1)
+    self.assertEqual(greedy, top1)
+    a = generate.complete(self.params, self.model, self.cfg, p, 5, seed=4,
+                          temperature=1.0, top_p=0.9)
+    b = generate.complete(self.params, self.model, self.cfg, p, 5, seed=4,
+                          temperature=1.0, top_p=0.9)
+    self.assertEqual(a, b)
+    long_prompt = [list(range(1, 40))]  # Longer than block_size: cropped.
+    self.assertLen(generate.complete(self.params, self.model, self.cfg,
+                                     long_prompt, 4)[0], 4)
+    with self.assertRaisesRegex(ValueError, "`tokens`"):
+      generate.complete(self.params, self.model, self.cfg, p, 16)
+    with self.assertRaisesRegex(ValueError, "`temperature`"):
+      generate.complete(self.params, self.model, self.cfg, p, 2,
+                        temperature=-1.0)
+
+
+if __name__ == "__main__":
+  absltest.main()

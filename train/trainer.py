@@ -1,0 +1,281 @@
+"""The training loop: one jitted step, explicit shardings, exact resume.
+
+  state, metrics = step_fn(state, x, y)   # jit, donate state
+
+The batch axis is sharded over every device (data parallel, multi-host
+through `jax.make_array_from_process_local_data`); parameters and optimizer
+state are replicated, or sharded along their largest divisible axis with
+`train.fsdp` (ZeRO-3 style). Dropout keys are fold_in(key(seed), step) and
+batches a pure function of step (train/data.py), so a run resumed from the
+checkpoint of step k reproduces the uninterrupted losses after k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from bottleneck import sharding
+from train import checkpoint, data, hooks, model as model_lib, optim
+
+# Dense bf16 / fp32 peak FLOP/s per device, for the MFU estimate.
+PEAK_FLOPS = {"h100": (989e12, 67e12), "h200": (989e12, 67e12),
+              "a100": (312e12, 19.5e12), "v5 lite": (197e12, 197e12),
+              "v5p": (459e12, 459e12), "v4": (275e12, 275e12),
+              "v6": (918e12, 918e12)}
+
+
+@flax.struct.dataclass
+class TrainState:
+  step: jax.Array
+  params: Any
+  opt_state: Any
+
+
+def _init_state(model, tx, cfg: model_lib.GPTConfig, seed: int):
+  params = model.init(jax.random.key(seed),
+                      jnp.zeros((1, cfg.block_size), jnp.int32))
+  return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+
+def loss_fn(params, model, x, y, rng, deterministic: bool):
+  """Mean next-token cross entropy (float32 logits)."""
+  logits = model.apply(params, x, deterministic=deterministic,
+                       rngs={"dropout": rng})
+  return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def train_step(state: TrainState, x_abt, y_abt, *, model, tx, seed: int,
+               deterministic: bool):
+  """One optimizer step on micro-batches x[a] (a = gradient accumulation)."""
+  rng = jax.random.fold_in(jax.random.key(seed), state.step)
+  grad_fn = jax.value_and_grad(loss_fn)
+
+  def micro(carry, xy):
+    loss_sum, grads = carry
+    i, (x, y) = xy
+    loss, g = grad_fn(state.params, model, x, y, jax.random.fold_in(rng, i),
+                      deterministic)
+    return (loss_sum + loss, jax.tree.map(jnp.add, grads, g)), None
+
+  zeros = jax.tree.map(jnp.zeros_like, state.params)
+  n = x_abt.shape[0]
+  (loss, grads), _ = jax.lax.scan(micro, (jnp.zeros(()), zeros),
+                                  (jnp.arange(n), (x_abt, y_abt)))
+  grads = jax.tree.map(lambda g: g / n, grads)
+  updates, opt_state = tx.update(grads, state.opt_state, state.params)
+  params = optax.apply_updates(state.params, updates)
+  metrics = {"loss": loss / n, "grad_norm": optax.tree.norm(grads)}
+  return TrainState(state.step + 1, params, opt_state), metrics
+
+
+def eval_loss(params, x, y, *, model):
+  return loss_fn(params, model, x, y, jax.random.key(0), True)
+
+
+def _fsdp_spec(x, n_dev: int) -> P:
+  """Shard the largest axis divisible by the device count (else replicate)."""
+  dims = [i for i in np.argsort(x.shape)[::-1] if x.shape[i] % n_dev == 0
+          and x.shape[i] >= n_dev]
+  if x.ndim < 2 or not dims:
+    return P()
+  spec = [None] * x.ndim
+  spec[dims[0]] = sharding.BATCH_AXIS
+  return P(*spec)
+
+
+def state_shardings(abstract_state, mesh, fsdp: bool):
+  n_dev = mesh.devices.size
+  spec = (lambda x: _fsdp_spec(x, n_dev)) if fsdp else (lambda x: P())
+  return jax.tree.map(lambda x: NamedSharding(mesh, spec(x)), abstract_state)
+
+
+@dataclasses.dataclass
+class Trainer:
+  """Everything built once from a config: model, optimizer, jitted fns."""
+  config: Any
+  devices: Any = None  # Devices of the data mesh (default: all).
+
+  def __post_init__(self):
+    c = self.config
+    self.model_cfg = model_lib.GPTConfig(**c.model.to_dict())
+    self.model = model_lib.GPT(self.model_cfg)
+    self.tx = optim.optimizer(c.train)
+    self.mesh = sharding.batch_mesh(self.devices)
+    if c.train.batch_size % (c.train.grad_accum * self.mesh.devices.size):
+      raise ValueError(
+          f"`train.batch_size` ({c.train.batch_size}) must be a multiple of "
+          f"grad_accum x devices ({c.train.grad_accum} x "
+          f"{self.mesh.devices.size}).")
+    init = functools.partial(_init_state, self.model, self.tx, self.model_cfg,
+                             c.seed)
+    self.abstract_state = jax.eval_shape(init)
+    self.state_sh = state_shardings(self.abstract_state, self.mesh,
+                                    c.train.fsdp)
+    self.batch_sh = NamedSharding(self.mesh, P(None, sharding.BATCH_AXIS))
+    rep = sharding.replicated(self.mesh)
+    self.init_fn = jax.jit(init, out_shardings=self.state_sh)
+    step = functools.partial(train_step, model=self.model, tx=self.tx,
+                             seed=c.seed,
+                             deterministic=self.model_cfg.dropout == 0.0)
+    self.step_fn = jax.jit(step, in_shardings=(self.state_sh, self.batch_sh,
+                                               self.batch_sh),
+                           out_shardings=(self.state_sh, rep),
+                           donate_argnums=0)
+    flat_sh = NamedSharding(self.mesh, P(sharding.BATCH_AXIS))
+    self.eval_fn = jax.jit(functools.partial(eval_loss, model=self.model),
+                           in_shardings=(self.state_sh.params, flat_sh,
+                                         flat_sh), out_shardings=rep)
+    self.flat_sh = flat_sh
+    self.n_params = int(sum(np.prod(x.shape) for x in jax.tree.leaves(
+        self.abstract_state.params)))
+
+  def global_batch(self, x_local, y_local, accum: bool = True):
+    """Host rows of this process -> global sharded arrays [a, b, T]."""
+    a = self.config.train.grad_accum if accum else 1
+    sh = self.batch_sh if accum else self.flat_sh
+    shape = lambda v: v.reshape(a, -1, v.shape[-1]) if accum else v
+    return tuple(jax.make_array_from_process_local_data(sh, shape(v))
+                 for v in (x_local, y_local))
+
+  def evaluate(self, params, loader) -> float:
+    losses = [self.eval_fn(params, *self.global_batch(*loader.batch(i),
+                                                      accum=False))
+              for i in range(self.config.eval_batches)]
+    return float(np.mean(jax.device_get(losses)))
+
+  def peak_flops(self) -> float | None:
+    if self.config.peak_flops:
+      return self.config.peak_flops * jax.device_count()
+    kind = jax.devices()[0].device_kind.lower()
+    for key, (bf16, fp32) in PEAK_FLOPS.items():
+      if key in kind:
+        per = bf16 if self.model_cfg.dtype == "bfloat16" else fp32
+        return per * jax.device_count()
+    return None
+
+
+class MetricsLog:
+  """metrics.jsonl; rows after the resume step are dropped on restart."""
+
+  def __init__(self, path: str, resume_step: int, enabled: bool):
+    self.path, self.enabled = path, enabled
+    if not enabled:
+      return
+    rows = []
+    if os.path.isfile(path):
+      with open(path) as f:
+        rows = [r for r in map(json.loads, filter(str.strip, f))
+                if r["step"] <= resume_step]
+    with open(path, "w") as f:
+      f.writelines(json.dumps(r) + "\n" for r in rows)
+
+  def write(self, row: dict) -> None:
+    if self.enabled:
+      with open(self.path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+  def rows(self) -> list[dict]:
+    with open(self.path) as f:
+      return [json.loads(line) for line in f if line.strip()]
+
+
+def train_and_evaluate(config, workdir: str) -> dict:
+  """Trains (or resumes) the run in `workdir`; returns a summary dict."""
+  lead = jax.process_index() == 0
+  if lead:
+    checkpoint.check_workdir(workdir, config.to_dict())
+  tr = Trainer(config)
+  train_loader, val_loader, _ = data.make_loaders(
+      config, jax.process_index(), jax.process_count())
+  ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints,
+                                 config.async_checkpoint)
+  start = ckpt.latest_step() or 0
+  if start:
+    state, _ = ckpt.restore(start, jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+        tr.abstract_state, tr.state_sh))
+  else:
+    state = tr.init_fn()
+  log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
+  probes = hooks.build(config.probes, tr.model, tr.model_cfg)
+  steps, tokens = config.train.steps, config.train.batch_size * \
+      config.model.block_size
+  flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
+  peak = tr.peak_flops()
+  t_last, steps_timed, t_total = None, 0, 0.0
+  for step in range(start, steps):
+    xb, yb = tr.global_batch(*train_loader.batch(step))
+    state, metrics = tr.step_fn(state, xb, yb)
+    done = step + 1
+    row = {"step": done}
+    if done % config.log_every == 0 or done == steps:
+      metrics = jax.device_get(metrics)
+      now = time.perf_counter()
+      if t_last is not None:
+        t_total += now - t_last
+        steps_timed += done - last_done
+      t_last, last_done = now, done
+      # The first interval includes compilation: no rate until the second.
+      sec = t_total / steps_timed if steps_timed else None
+      row.update(loss=float(metrics["loss"]),
+                 grad_norm=float(metrics["grad_norm"]),
+                 lr=float(optim.schedule(config.train)(step)),
+                 tokens_per_s=tokens / sec if sec else None,
+                 mfu=flops / sec / peak if sec and peak else None)
+      if lead:
+        rate = f"{row['tokens_per_s']:.0f}" if sec else "n/a"
+        mfu = "n/a" if row["mfu"] is None else f"{row['mfu']:.1%}"
+        eta = f"{sec * (steps - done):.0f}s" if sec else "n/a"
+        print(f"step {done}/{steps} loss {row['loss']:.4f} {rate} tok/s "
+              f"mfu {mfu} eta {eta}", file=sys.stderr, flush=True)
+    for name, every, fn in probes:
+      if done % every == 0:
+        row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
+            fn(state.params, xb[0], yb[0])).items()})
+    if done % config.eval_every == 0 or done == steps:
+      row["val_loss"] = tr.evaluate(state.params, val_loader)
+    if len(row) > 1:
+      log.write(row)
+    if done % config.checkpoint_every == 0 or done == steps:
+      ckpt.save(done, state, train_loader.position(done))
+  ckpt.close()
+  summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
+             "workdir": workdir}
+  if lead:
+    rows = log.rows()
+    summary["final_val_loss"] = next((r["val_loss"] for r in rows[::-1]
+                                      if "val_loss" in r), None)
+    from train import plots as train_plots  # pylint: disable=g-import-not-at-top
+    train_plots.save_curves(rows, os.path.join(workdir, "curves.png"))
+  return summary
+
+
+def load_params(workdir: str, config=None):
+  """(params, GPTConfig) of the newest checkpoint in a workdir (read-only)."""
+  if config is None:
+    with open(os.path.join(workdir, "config.json")) as f:
+      from ml_collections import config_dict  # pylint: disable=g-import-not-at-top
+      config = config_dict.ConfigDict(json.load(f))
+  tr = Trainer(config)
+  ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints, False)
+  step = ckpt.latest_step()
+  if step is None:
+    raise ValueError(f"`workdir` {workdir!r} has no checkpoint.")
+  state, _ = ckpt.restore(step, jax.tree.map(
+      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+      tr.abstract_state, tr.state_sh))
+  ckpt.close()
+  return state.params, tr.model_cfg, step
