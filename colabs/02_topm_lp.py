@@ -38,8 +38,8 @@ SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 N, D = (1500, 48) if SMALL else (8192, 256)  # Random OPM of Figure 1.
 TRIALS = 6 if SMALL else 20
 M_VALUES = [4, 8, 12, 16] if SMALL else list(range(10, 91, 10))
-D_SWEEP = [16, 32] if SMALL else [32, 64, 128, 256]  # Figure 3, N = 2000.
-MINILM_M = [40, 80] if SMALL else [30, 40, 50, 60, 70]
+D_SWEEP = [16, 24] if SMALL else [32, 64, 128, 256]  # Figure 3, N = 2000.
+MINILM_M = [40] if SMALL else [30, 40, 50, 60, 70]
 MINILM_TRIALS = 2 if SMALL else 10
 
 # %%

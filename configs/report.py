@@ -35,12 +35,12 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.figure5.N = 2000 if tiny else 50257  # Vocabulary (rows of A).
   c.figure5.d = 64 if tiny else 768  # Width (columns of A).
   c.figure5.m = "2..10" if tiny else ("16..40" if paper else "20..36")
-  c.figure5.trials = 300 if tiny else (2000 if paper else 1000)  # Per m.
+  c.figure5.trials = 300 if tiny else (2000 if paper else 800)  # Per m.
   # 'projected' samples the other logits from their exact law (fast);
   # 'matrix' materialises A (the literal experiment).
   c.figure5.method = "matrix" if paper else "projected"
   # A cross-check with the other method on fewer trials (0 to skip).
-  c.figure5.check_trials = 40 if tiny else (400 if paper else 40)
+  c.figure5.check_trials = 40 if tiny else (400 if paper else 20)
 
   # Proposition 2 / eq. (17): prescribed probabilities on a random matrix.
   c.prescribed = config_dict.ConfigDict()
@@ -86,11 +86,11 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Figure 3: LP m* against d at fixed N, and against N at fixed d.
   c.figure3 = lp_block(
       N_fixed=600 if tiny else (32000 if paper else 2000),
-      d_values=[16, 32] if tiny else ([128, 256, 512, 1024, 2048] if paper
+      d_values=[16, 24] if tiny else ([128, 256, 512, 1024, 2048] if paper
                                       else [32, 64, 128, 256]),
       d_fixed=16 if tiny else (1000 if paper else 64),
-      N_values=[300, 600] if tiny else ([2000, 4000, 8000, 16000, 32000]
-                                        if paper else [250, 500, 1000, 2000]),
+      N_values=[300] if tiny else ([2000, 4000, 8000, 16000, 32000]
+                                   if paper else [250, 500, 1000, 2000]),
       trials=5 if tiny else (100 if paper else 20))  # Subsets per probe.
   # Appendix D: natural next-word probabilities vs uniform targets.
   c.natural = lp_block(
@@ -110,7 +110,31 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.training = config_dict.ConfigDict()
   c.training.runs = (tuple(f"model{i},cpu" for i in range(1, 9)) if paper
                      else ("model1,cpu",))  # configs/thesis.py names.
-  c.training.steps = 40 if tiny else (3000 if paper else 500)  # Per run.
+  c.training.steps = 20 if tiny else (3000 if paper else 500)  # Per run.
   c.training.stories = 3 if tiny else 5  # Held-out stories completed.
   c.training.tokens = (10,) if tiny else (10, 20)  # Completion lengths.
+
+  # Trained-head probes (seeds 002, 003; seed 001 App. A, D, E). Subject:
+  # Model 1's architecture on Shakespeare with a 4096-token BPE (D/V = 1/64).
+  c.probes = config_dict.ConfigDict()
+  c.probes.steps = 16 if tiny else (3000 if paper else 400)  # Its training.
+  c.probes.windows = 4 if tiny else 64  # Text windows probed (x block size).
+  c.probes.edit_tokens = 3 if tiny else 10  # Tokens edited (Algorithm 1).
+  c.probes.hf_dir = ""  # An HF GPT-2 folder to probe as well (real LMs).
+  c.probes.lp_N = 1000 if tiny else (50257 if paper else 8192)  # App. D LP.
+  c.probes.lp_d = 32 if tiny else (768 if paper else 256)
+  c.probes.lp_m = "2,6" if tiny else ("10..120:10" if paper else "20..60:10")
+  c.probes.lp_trials = 3 if tiny else (100 if paper else 12)
+
+  # Seed 002 Fig. 1: low-rank heads on one backbone (configs/lowrank.py).
+  c.lowrank = config_dict.ConfigDict()
+  c.lowrank.ranks = (2, 64) if tiny else ((2, 4, 8, 16, 32, 64) if paper
+                                           else (2, 8, 64))  # D values.
+  c.lowrank.steps = 10 if tiny else (3000 if paper else 200)
+
+  # Seed 002 Fig. 14: SpamLang over V for a low-rank and a full head.
+  c.spamlang = config_dict.ConfigDict()
+  c.spamlang.vocabs = (32,) if tiny else (32, 256, 2048)  # V values.
+  c.spamlang.ranks = (2, 64)  # D = 2 and full width (64).
+  c.spamlang.steps = 10 if tiny else (3000 if paper else 120)
   return c

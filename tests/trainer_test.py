@@ -244,7 +244,7 @@ class TrainingTest(parameterized.TestCase):
   def test_loss_decreases_and_probes_do_not_change_training(self):
     base = self.create_tempdir().full_path
     plain = trainer.train_and_evaluate(tiny_config(), f"{base}/plain")
-    probed = trainer.train_and_evaluate(tiny_config(probes="head:5"),
+    probed = trainer.train_and_evaluate(tiny_config(probes="head:5,gradient:5"),
                                         f"{base}/probed")
     rows = [json.loads(line) for line in open(f"{base}/plain/metrics.jsonl")]
     losses = [r["loss"] for r in rows if "loss" in r]
@@ -253,6 +253,8 @@ class TrainingTest(parameterized.TestCase):
                    for line in open(f"{base}/probed/metrics.jsonl")]
     self.assertEqual(losses, [r["loss"] for r in probed_rows if "loss" in r])
     self.assertTrue(any("head/row_norm_mean" in r for r in probed_rows))
+    self.assertTrue(any("gradient/destroyed_norm_ratio" in r
+                        for r in probed_rows))
     self.assertEqual(plain["final_val_loss"], probed["final_val_loss"])
     self.assertTrue(os.path.isfile(f"{base}/plain/curves.png"))
 

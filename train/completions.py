@@ -7,7 +7,7 @@ import os
 
 from ml_collections import config_dict
 
-from train import data, generate, model as model_lib, tokenizers, trainer
+from train import data, generate, model as model_lib, trainer
 
 
 def load_run(workdir: str):
@@ -20,8 +20,8 @@ def load_run(workdir: str):
   if config.data.source == "spamlang":
     raise ValueError(f"`workdir` {workdir!r} is a SpamLang run: no text.")
   params, cfg, _ = trainer.load_params(workdir, config)
-  return (params, model_lib.GPT(cfg), cfg,
-          tokenizers.load(config.data.tokenizer), config)
+  return (params, model_lib.GPT(cfg), cfg, data.tokenizer_for(config.data),
+          config)
 
 
 def continue_text(workdir: str, prompt: str, tokens: int, **sampling) -> str:

@@ -135,8 +135,32 @@ def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
   return None, None, files  # Split by tokens (the tail is validation).
 
 
-def _cache_key(cfg_data, tokenizer: tokenizers.Tokenizer, files) -> str:
-  desc = {"source": cfg_data.source, "tokenizer": tokenizer.name,
+def tokenizer_for(cfg_data) -> tokenizers.Tokenizer:
+  """The run's tokenizer; bpe:N is trained on the training text and cached.
+
+  (For sources split by tokens, the BPE sees the whole text, validation tail
+  included: only the vocabulary, not the model, is fitted on it.)
+  """
+  n = tokenizers.bpe_size(cfg_data.tokenizer)
+  if n is None:
+    return tokenizers.load(cfg_data.tokenizer)
+  train_docs, _, files = _documents(cfg_data)
+  key = _cache_key(cfg_data, None, files)
+  path = os.path.join(cache_root(cfg_data), "tokenizers", f"{key}-{n}.json")
+  if not os.path.isfile(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    texts = train_docs if train_docs is not None else [
+        corpora.read_texts([f]) for f in files]
+    tmp = f"{path}.tmp{os.getpid()}"
+    tokenizers.train_bpe(texts, n, tmp)
+    os.replace(tmp, path)
+  # The name carries the corpus key: token caches never mix two BPEs.
+  return tokenizers.from_file(path, f"{cfg_data.tokenizer}@{key}")
+
+
+def _cache_key(cfg_data, tokenizer, files) -> str:
+  desc = {"source": cfg_data.source,
+          "tokenizer": tokenizer.name if tokenizer else None,
           "val_fraction": cfg_data.val_fraction,
           "files": [(f, os.path.getsize(f), int(os.path.getmtime(f)))
                     for f in files]}
@@ -272,7 +296,7 @@ def make_loaders(cfg, process_index: int = 0, process_count: int = 1):
     mk = lambda seed: SpamLangLoader(d.spamlang_vocab, t, b, seed,
                                      process_index, process_count)
     return mk(cfg.seed), mk(cfg.seed + 10**6), None
-  tok = tokenizers.load(d.tokenizer)
+  tok = tokenizer_for(d)
   if tok.vocab_size > cfg.model.vocab_size:
     raise ValueError(f"`model.vocab_size` ({cfg.model.vocab_size}) is smaller "
                      f"than the tokenizer's ({tok.vocab_size}).")

@@ -39,6 +39,28 @@ def _head_stats(model, cfg):
   return fn
 
 
+@register("gradient")
+def _gradient_bottleneck(model, cfg):
+  """Seed 002 eq. (10) on the step's batch: fraction of the logit-gradient
+  norm destroyed by the head, and the mean cosine (App. D)."""
+  from bottleneck import gradient  # pylint: disable=g-import-not-at-top
+
+  def fn(params, x, y):
+    h = model.apply(params, x, method=model_lib.GPT.hidden)
+    h = h.reshape(-1, h.shape[-1]).astype(jnp.float32)
+    w = model_lib.head_matrix(params, cfg).astype(jnp.float32)
+    p = params["params"]
+    b = (p["lm_head"]["bias"] if cfg.head != "tied" and cfg.head_bias else
+         p.get("head_bias"))
+    q = jnp.linalg.qr(w)[0]
+    s = gradient.bottleneck_stats(h, w, b, y.reshape(-1), q,
+                                  min(1024, h.shape[0]))
+    lost = jnp.clip(1.0 - s["visible_sq"] / s["grad_sq"], 0.0, 1.0)
+    return {"destroyed_norm_ratio": jnp.sqrt(lost),
+            "mean_cosine": s["cos_sum"] / h.shape[0]}
+  return fn
+
+
 def parse(spec: str) -> list[tuple[str, int]]:
   out = []
   for part in filter(None, (p.strip() for p in spec.split(","))):

@@ -6,6 +6,9 @@
            [15496, 995]); <|endoftext|> = 50256.
   byte     UTF-8 bytes 0..255 plus <|endoftext|> = 256 (V = 257).
   hf:DIR   any local Hugging Face tokenizer folder (AutoTokenizer).
+  bpe:N    a byte-level BPE with N tokens trained on the run's own corpus
+           (train/data.py trains and caches it): small vocabularies put a
+           small model in the D/V regime of large LMs (seeds 002, 003).
 """
 
 from __future__ import annotations
@@ -81,13 +84,48 @@ def _hf(directory: str) -> Tokenizer:
                    lambda ids: tok.decode(list(ids)))
 
 
+def bpe_size(name: str) -> int | None:
+  """N of 'bpe:N' (None for other names); ValueError if malformed."""
+  if not name.startswith("bpe:"):
+    return None
+  try:
+    n = int(name[4:])
+  except ValueError:
+    n = 0
+  if not 260 <= n <= 65535:
+    raise ValueError(f"`data.tokenizer` bpe:N needs 260 <= N <= 65535; got "
+                     f"{name!r}.")
+  return n
+
+
+def train_bpe(texts, vocab_size: int, path: str) -> None:
+  """Trains a byte-level BPE (<|endoftext|> included) and saves it as JSON."""
+  from tokenizers import ByteLevelBPETokenizer  # pylint: disable=g-import-not-at-top
+  tok = ByteLevelBPETokenizer()
+  tok.train_from_iterator(texts, vocab_size=vocab_size, special_tokens=[EOT],
+                          show_progress=False)
+  tok.save(path)
+
+
+def from_file(path: str, name: str) -> Tokenizer:
+  from tokenizers import Tokenizer as HFTok  # pylint: disable=g-import-not-at-top
+  tok = HFTok.from_file(path)
+  return Tokenizer(name, tok.get_vocab_size(), tok.token_to_id(EOT),
+                   lambda text: tok.encode(text).ids,
+                   lambda ids: tok.decode(list(ids),
+                                          skip_special_tokens=False))
+
+
 def load(name: str) -> Tokenizer:
-  """gpt2 | byte | hf:DIR."""
+  """gpt2 | byte | hf:DIR (bpe:N goes through train/data.py's tokenizer)."""
   if name == "gpt2":
     return _gpt2()
   if name == "byte":
     return _byte()
   if name.startswith("hf:"):
     return _hf(name[3:])
-  raise ValueError(f"`data.tokenizer` must be gpt2, byte or hf:DIR; got "
-                   f"{name!r}.")
+  if bpe_size(name):
+    raise ValueError(f"`data.tokenizer` {name!r} is trained on a corpus: "
+                     "use train.data.tokenizer_for(config.data).")
+  raise ValueError(f"`data.tokenizer` must be gpt2, byte, hf:DIR or bpe:N; "
+                   f"got {name!r}.")

@@ -1,6 +1,6 @@
 """Registry of the main job's report sections, in report order."""
 
-from train.sections import closed_form, topm_lp, training
+from train.sections import closed_form, probes, topm_lp, training
 
 SECTIONS = {
     "table1": closed_form.table1,
@@ -12,4 +12,9 @@ SECTIONS = {
     "natural": topm_lp.natural_targets,
     "trained": topm_lp.trained_vs_random,
     "training": training.training,
+    "gradient": probes.gradient_bottleneck,
+    "lowrank": probes.lowrank_sweep,
+    "spamlang": probes.spamlang_sweep,
+    "encoding": probes.encoding_section,
+    "appendices": probes.appendices,
 }

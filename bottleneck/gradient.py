@@ -1,0 +1,191 @@
+"""The LM head as a gradient bottleneck (seed 002, §2.3 and §3.3-3.4).
+
+For hidden states H (T x D), head W (V x D), bias b and targets y, the
+gradient of the summed cross-entropy with respect to the logits is
+
+  G = softmax(H W^T + b) - onehot(y)            (T x V, eq. 7 per token)
+
+and backpropagation hands the backbone only G W (eq. 9): the part of each row
+of G in ker(W^T) is destroyed. With W = Q R (thin QR, Q: V x D orthonormal),
+
+  destroyed fraction  |P_ker G|_F / |G|_F = sqrt(1 - |G Q|_F^2 / |G|_F^2)
+                                                         (eq. 10: norm ratio)
+
+The squared ratio |P_ker G|_F^2 / |G|_F^2 is reported too; the paper's
+95-99% is the norm ratio of eq. 10. Everything is chunked over tokens
+(never a V x V matrix, never all T x V logits at once), jitted, and exact.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bottleneck import checks
+
+
+def _check(h_txd, w_vxd, b_v, y_t):
+  h, w = np.shape(h_txd), np.shape(w_vxd)
+  if len(h) != 2 or len(w) != 2 or h[1] != w[1]:
+    raise ValueError(f"`h` (T x D) and `w` (V x D) must share D; got shapes "
+                     f"{h} and {w}.")
+  if np.shape(y_t) != (h[0],):
+    raise ValueError(f"`targets` must have shape ({h[0]},); got "
+                     f"{np.shape(y_t)}.")
+  if b_v is not None and np.shape(b_v) != (w[0],):
+    raise ValueError(f"`bias` must have shape ({w[0]},); got "
+                     f"{np.shape(b_v)}.")
+  if h[0] == 0:
+    raise ValueError("`h` must hold at least one token.")
+  y = np.asarray(y_t)
+  if y.min() < 0 or y.max() >= w[0]:
+    raise ValueError(f"`targets` must be token ids in [0, {w[0] - 1}].")
+
+
+def head_basis(w_vxd):
+  """Q with orthonormal columns spanning col(W) (the thin QR of W)."""
+  return jnp.linalg.qr(jnp.asarray(w_vxd, jnp.float32))[0]
+
+
+def logit_gradients(h_txd, w_vxd, b_v, y_t):
+  """G = softmax(H W^T + b) - onehot(y): [T, V] (small T only)."""
+  logits = h_txd @ w_vxd.T
+  if b_v is not None:
+    logits = logits + b_v[None, :]
+  return jax.nn.softmax(logits, axis=-1) - jax.nn.one_hot(
+      y_t, w_vxd.shape[0], dtype=logits.dtype)
+
+
+def _chunks(x, chunk):
+  """[T, ...] -> [n, chunk, ...] zero-padded, and the validity mask [n, c]."""
+  t = x.shape[0]
+  n = -(-t // chunk)
+  pad = n * chunk - t
+  x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+  mask = jnp.arange(n * chunk) < t
+  return x.reshape((n, chunk) + x.shape[1:]), mask.reshape(n, chunk)
+
+
+def bottleneck_stats(h_txd, w_vxd, b_v, y_t, q_vxd, chunk: int):
+  """Sums over tokens of |g|^2, |Q^T g|^2 and cos(g, P_W g): pure jnp.
+
+  Jittable core of `destroyed_fraction` (also the training-time probe);
+  `chunk` tokens at a time through `lax.scan`, padding masked out.
+  """
+  h_c, mask = _chunks(h_txd, chunk)
+  y_c, _ = _chunks(y_t, chunk)
+
+  def body(acc, xs):
+    h, y, m = xs
+    g = logit_gradients(h, w_vxd, b_v, y)
+    total = jnp.sum(g * g, axis=-1)  # |g_t|^2
+    visible = jnp.sum((g @ q_vxd) ** 2, axis=-1)  # |Q^T g_t|^2
+    cos = jnp.sqrt(jnp.clip(visible / jnp.maximum(total, 1e-30), 0.0, 1.0))
+    m = m.astype(total.dtype)
+    return (acc[0] + jnp.sum(m * total), acc[1] + jnp.sum(m * visible),
+            acc[2] + jnp.sum(m * cos)), None
+
+  zero = jnp.zeros((), jnp.float32)
+  (total, visible, cos), _ = jax.lax.scan(body, (zero, zero, zero),
+                                          (h_c, y_c, mask))
+  return {"grad_sq": total, "visible_sq": visible, "cos_sum": cos}
+
+
+_stats_jit = jax.jit(bottleneck_stats, static_argnames="chunk")
+
+
+def destroyed_fraction(h_txd, w_vxd, b_v, y_t, chunk: int = 1024) -> dict:
+  """Eq. (10) over all tokens, plus the squared ratio and App. D's cosine.
+
+  mean_cosine: the average over tokens of cos(g_t, P_W g_t) = |Q^T g_t| /
+  |g_t|, the alignment of what the backbone sees with the true gradient.
+  """
+  _check(h_txd, w_vxd, b_v, y_t)
+  checks.positive_int("chunk", chunk)
+  h = jnp.asarray(h_txd, jnp.float32)
+  w = jnp.asarray(w_vxd, jnp.float32)
+  b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
+  out = _stats_jit(h, w, b, jnp.asarray(y_t, jnp.int32), head_basis(w),
+                   chunk=min(chunk, h.shape[0]))
+  total, visible = float(out["grad_sq"]), float(out["visible_sq"])
+  lost_sq = max(total - visible, 0.0) / total
+  return {"norm_ratio": float(np.sqrt(lost_sq)), "squared_ratio": lost_sq,
+          "mean_cosine": float(out["cos_sum"]) / h.shape[0],
+          "tokens": int(h.shape[0]), "D_over_V": w.shape[1] / w.shape[0]}
+
+
+def coefficient_profiles(h_txd, w_vxd, b_v, y_t, top: int = 50,
+                         tail_points: int = 30) -> dict:
+  """Fig. 7: full vs projected (visible) gradient coefficients.
+
+  Per token, coefficients sorted by |full gradient|; the projected gradient
+  P_W g = Q Q^T g is read in the same order. Returns mean and std over
+  tokens at the first `top` ranks and at `tail_points` log-spaced ranks.
+  """
+  _check(h_txd, w_vxd, b_v, y_t)
+  w = jnp.asarray(w_vxd, jnp.float32)
+  g = logit_gradients(jnp.asarray(h_txd, jnp.float32), w,
+                      None if b_v is None else jnp.asarray(b_v), y_t)
+  q = head_basis(w)
+  proj = (g @ q) @ q.T
+  order = jnp.argsort(-jnp.abs(g), axis=-1)
+  g_sorted = np.asarray(jnp.take_along_axis(g, order, axis=-1))
+  p_sorted = np.asarray(jnp.take_along_axis(proj, order, axis=-1))
+  v = g_sorted.shape[1]
+  ranks = np.unique(np.concatenate([
+      np.arange(min(top, v)),
+      np.geomspace(1, v, tail_points).astype(int) - 1]))
+  return {"rank": ranks, "full_mean": g_sorted[:, ranks].mean(0),
+          "full_std": g_sorted[:, ranks].std(0),
+          "proj_mean": p_sorted[:, ranks].mean(0),
+          "proj_std": p_sorted[:, ranks].std(0)}
+
+
+def empirical_rank(g_txv, tol: float = 1e-6) -> int:
+  """Fig. 2: rank as the count of |diag R| > tol in the QR of G^T."""
+  r = np.linalg.qr(np.asarray(g_txv, np.float64).T, mode="r")
+  return int(np.sum(np.abs(np.diag(r)) > tol))
+
+
+def rank_vs_tokens(h_txd, w_vxd, b_v, y_t, counts) -> list[dict]:
+  """Empirical rank of the logit-gradient matrix of the first n tokens."""
+  _check(h_txd, w_vxd, b_v, y_t)
+  g = np.asarray(logit_gradients(jnp.asarray(h_txd, jnp.float32),
+                                 jnp.asarray(w_vxd, jnp.float32),
+                                 None if b_v is None else jnp.asarray(b_v),
+                                 jnp.asarray(y_t)), np.float64)
+  return [{"tokens": int(n), "rank": empirical_rank(g[:n]),
+           "max_rank": int(min(n, g.shape[1]))}
+          for n in counts if 0 < n <= g.shape[0]]
+
+
+def update_efficiency(h_txd, w_vxd, b_v, y_t, fractions) -> dict:
+  """Fig. 8: mean loss after moving the logits by a fraction of their norm.
+
+  Directions: the logit gradient -G (first-order optimal) and -G W W^T
+  (the logit change caused by moving H along its gradient -G W), both scaled
+  to the same Frobenius norm, fraction * |L|_F.
+  """
+  _check(h_txd, w_vxd, b_v, y_t)
+  h = jnp.asarray(h_txd, jnp.float32)
+  w = jnp.asarray(w_vxd, jnp.float32)
+  y = jnp.asarray(y_t, jnp.int32)
+  logits = h @ w.T
+  if b_v is not None:
+    logits = logits + jnp.asarray(b_v, jnp.float32)[None, :]
+  g = jax.nn.softmax(logits, axis=-1) - jax.nn.one_hot(y, w.shape[0])
+  via_h = (g @ w) @ w.T
+
+  def loss(l):
+    return jnp.mean(jax.nn.logsumexp(l, axis=-1) - jnp.take_along_axis(
+        l, y[:, None], axis=-1)[:, 0])
+
+  scale = jnp.linalg.norm(logits)
+  out = {"fraction": list(map(float, fractions)), "loss0": float(loss(logits)),
+         "logit_gradient": [], "hidden_gradient": []}
+  for f in fractions:
+    for key, d in (("logit_gradient", g), ("hidden_gradient", via_h)):
+      step = f * scale * d / jnp.maximum(jnp.linalg.norm(d), 1e-30)
+      out[key].append(float(loss(logits - step)))
+  return out

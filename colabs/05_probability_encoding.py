@@ -1,0 +1,94 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Token probabilities in output embeddings (seed 003)
+#
+# Eq. (2): -log alpha_w ~ A_D . E_w + B_D, where alpha_w is the averaged
+# next-token probability of token w over a detect set. We fit it by MLR on a
+# small GPT's output embeddings, look at which directions carry it (Fig. 3),
+# edit probabilities with Algorithm 1 (Table 2), remove dimensions by
+# saliency (Fig. 6) and watch token frequency appear during training
+# (Fig. 7).
+
+# %% tags=["parameters"]
+import os
+import tempfile
+
+SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
+STEPS = 24 if SMALL else 400
+WINDOWS = 4 if SMALL else 64
+ROOT = tempfile.mkdtemp()
+
+# %%
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+from bottleneck import cli
+from configs import thesis
+from train import probes, trainer
+
+cfg = thesis.get_config("model1,cpu")
+cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
+    "shakespeare", "bpe:4096", 4096)
+cfg.train.steps, cfg.train.warmup = STEPS, max(1, STEPS // 10)
+cfg.checkpoint_every, cfg.keep_checkpoints = max(1, STEPS // 8), 1000
+cfg.eval_every = cfg.log_every = max(1, STEPS // 4)
+trainer.train_and_evaluate(cfg, f"{ROOT}/run")
+subject = probes.load_subject(workdir=f"{ROOT}/run")
+x, _ = probes.windows(subject, "", WINDOWS, seed=0)
+x_id, _ = probes.windows(subject, "", WINDOWS, seed=1)
+x_ood, _ = probes.windows(subject, "synthetic_stories", WINDOWS, seed=0)
+
+# %% [markdown]
+# ## Table 1 and Figs. 2-3: the log-linear fit
+
+# %%
+enc, figs = probes.encoding_probe(subject, x)
+plt.close("all")  # Shown one by one below.
+print({k: round(v, 4) for k, v in enc.items() if isinstance(v, float)})
+display(figs["encoding_mlr"])
+
+# %%
+display(figs["encoding_spearman"])
+
+# %% [markdown]
+# ## Algorithm 1: editing one token's probability
+#
+# The paper's direction comes from the MLR slopes; "A = -E[h]" uses eq. (1)
+# directly. Both are exact only where eq. (2)'s approximations hold.
+
+# %%
+edit, efigs = probes.edit_probe(subject, x, x_id, x_ood,
+                                tokens=3 if SMALL else 10)
+plt.close("all")
+display(Markdown(cli.format_records(edit["table"], "markdown")))
+display(efigs["edit_scales"])
+
+# %% [markdown]
+# ## Fig. 6: removing output-embedding dimensions
+
+# %%
+prune, pfigs = probes.prune_probe(subject, x, x_ood)
+plt.close("all")
+display(pfigs["prune"])
+
+# %% [markdown]
+# ## Fig. 7: frequency is encoded before the parameters converge
+
+# %%
+freq, ffigs = probes.frequency_probe(subject)
+plt.close("all")
+display(ffigs["frequency"])

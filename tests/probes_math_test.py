@@ -1,0 +1,200 @@
+"""Seed 002/003 and App. A/E statistics against direct float64 numpy."""
+
+from absl.testing import absltest, parameterized
+import jax
+import numpy as np
+from scipy import linalg, special, stats
+
+from bottleneck import encoding, gradient, head_stats
+
+
+def _head(t=300, v=60, d=8, seed=0):
+  rng = np.random.default_rng(seed)
+  return (rng.standard_normal((t, d)), rng.standard_normal((v, d)),
+          rng.standard_normal(v) * 0.1, rng.integers(0, v, t))
+
+
+def _np_grad(h, w, b, y):
+  p = special.softmax(h @ w.T + b, axis=1)
+  p[np.arange(len(y)), y] -= 1.0
+  return p
+
+
+class GradientTest(parameterized.TestCase):
+
+  @parameterized.parameters((300, 60, 8), (97, 31, 30), (500, 400, 16))
+  def test_destroyed_fraction_vs_explicit_null_space(self, t, v, d):
+    h, w, b, y = _head(t, v, d, seed=t)
+    g = _np_grad(h, w, b, y)
+    null = linalg.null_space(w.T)  # V x (V - D) basis of ker(W^T).
+    lost = np.linalg.norm(g @ null) / np.linalg.norm(g)
+    per_token_cos = np.linalg.norm(g @ linalg.orth(w), axis=1) / \
+        np.linalg.norm(g, axis=1)
+    got = gradient.destroyed_fraction(h, w, b, y, chunk=64)
+    self.assertAlmostEqual(got["norm_ratio"], lost, delta=2e-4)
+    self.assertAlmostEqual(got["squared_ratio"], lost**2, delta=4e-4)
+    self.assertAlmostEqual(got["mean_cosine"], per_token_cos.mean(),
+                           delta=2e-4)
+
+  def test_chunking_and_jit_do_not_change_the_sums(self):
+    h, w, b, y = _head(257, 50, 6)
+    a = gradient.destroyed_fraction(h, w, b, y, chunk=7)
+    c = gradient.destroyed_fraction(h, w, b, y, chunk=4096)
+    self.assertAlmostEqual(a["norm_ratio"], c["norm_ratio"], places=5)
+    q = gradient.head_basis(w)
+    args = [np.asarray(x, np.float32) for x in (h, w, b)]
+    eager = gradient.bottleneck_stats(*args, y, q, 32)
+    jitted = jax.jit(gradient.bottleneck_stats, static_argnames="chunk")(
+        *args, y, q, chunk=32)
+    for key in eager:
+      np.testing.assert_allclose(eager[key], jitted[key], rtol=1e-5)
+
+  def test_many_tokens_stay_memory_bounded(self):
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((200_000, 8)).astype(np.float32)
+    w = rng.standard_normal((40, 8)).astype(np.float32)
+    got = gradient.destroyed_fraction(h, w, None, rng.integers(0, 40, 200_000),
+                                      chunk=4096)
+    self.assertEqual(got["tokens"], 200_000)
+    self.assertTrue(0 < got["norm_ratio"] < 1)
+
+  def test_profiles_rank_and_efficiency(self):
+    h, w, b, y = _head(40, 30, 5)
+    prof = gradient.coefficient_profiles(h, w, b, y, top=10, tail_points=5)
+    g = _np_grad(h, w, b, y)
+    q = linalg.orth(w)
+    order = np.argsort(-np.abs(g), axis=1)
+    proj = np.take_along_axis(g @ q @ q.T, order, axis=1)
+    np.testing.assert_allclose(prof["proj_mean"],
+                               proj[:, prof["rank"]].mean(0), atol=1e-5)
+    self.assertLess(prof["full_mean"][0], 0)  # The observed token's slot.
+    ranks = gradient.rank_vs_tokens(h, w, b, y, [5, 20, 40])
+    for r in ranks:
+      self.assertEqual(r["rank"], np.linalg.matrix_rank(g[:r["tokens"]]))
+    eff = gradient.update_efficiency(h, w, b, y, [0.001, 0.01])
+    self.assertLess(eff["logit_gradient"][0], eff["hidden_gradient"][0])
+    self.assertLess(eff["logit_gradient"][0], eff["loss0"])
+
+  def test_bad_inputs(self):
+    h, w, b, y = _head()
+    with self.assertRaisesRegex(ValueError, "`h`"):
+      gradient.destroyed_fraction(h[:, :3], w, b, y)
+    with self.assertRaisesRegex(ValueError, "`targets`"):
+      gradient.destroyed_fraction(h, w, b, y[:10])
+    with self.assertRaisesRegex(ValueError, "`targets`"):
+      gradient.destroyed_fraction(h, w, b, y + 100)
+    with self.assertRaisesRegex(ValueError, "`bias`"):
+      gradient.destroyed_fraction(h, w, b[:3], y)
+    with self.assertRaisesRegex(ValueError, "`h`"):
+      gradient.destroyed_fraction(h[:0], w, b, y[:0])
+
+
+class EncodingTest(absltest.TestCase):
+
+  def test_mlr_against_lstsq_and_textbook_formulas(self):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 4))
+    y = x @ [1.0, -2.0, 0.0, 0.5] + 3.0 + rng.standard_normal(200)
+    got = encoding.mlr(y, x)
+    design = np.hstack([np.ones((200, 1)), x])
+    beta = np.linalg.lstsq(design, y, rcond=None)[0]
+    np.testing.assert_allclose(got["slopes"], beta[1:], rtol=1e-10)
+    res = y - design @ beta
+    sse, sst = res @ res, np.sum((y - y.mean()) ** 2)
+    adj = 1 - (sse / (200 - 5)) / (sst / 199)
+    self.assertAlmostEqual(got["adj_r2"], adj, places=10)
+    se = np.sqrt(np.diag(np.linalg.inv(design.T @ design)) * sse / 195)
+    p = 2 * stats.t.sf(np.abs(beta / se), 195)
+    np.testing.assert_allclose(got["p_values"], p[1:], rtol=1e-6)
+    self.assertGreater(got["p_values"][2], 0.01)  # The zero slope.
+    self.assertLess(got["p_values"][0], 1e-10)
+
+  def test_probability_mlr_and_baselines(self):
+    rng = np.random.default_rng(1)
+    e = rng.standard_normal((3000, 16))
+    logits = e @ rng.standard_normal(16) * 0.3
+    alpha = special.softmax(logits + 0.01 * rng.standard_normal(3000))
+    out = encoding.probability_mlr(alpha, e)
+    self.assertGreater(out["adj_r2"], 0.99)
+    self.assertLess(abs(out["random_adj_r2"]), 0.02)
+    self.assertLess(abs(out["shuffled_adj_r2"]), 0.02)
+    prof = encoding.spearman_profiles(alpha, e)
+    self.assertAlmostEqual(prof["dim_abs_spearman"][3], abs(
+        stats.spearmanr(e[:, 3], alpha).statistic), places=12)
+    self.assertAlmostEqual(prof["pc_variance_ratio"].sum(), 1.0)
+
+  def test_editing_meets_the_requested_scale(self):
+    # A model where eq. (2)'s approximations hold: large V, small and
+    # concentrated logits (hidden states close to their mean).
+    rng = np.random.default_rng(2)
+    v, d, n = 4000, 16, 256
+    e = 0.3 * rng.standard_normal((v, d))
+    hs = rng.standard_normal(d) + 0.02 * rng.standard_normal((n, d))
+    alpha_of = lambda emb: special.softmax(hs @ emb.T, axis=1).mean(0)
+    alpha = alpha_of(e)
+    fit = encoding.mlr(-np.log(alpha), e)
+    for r in (0.2, 0.5, 2.0, 5.0, 20.0):
+      for b in (1.0, 2.0, 5.0):
+        edited = encoding.edit_embedding(e, 17, r, fit["slopes"],
+                                         fit["p_values"], b)
+        self.assertLess(encoding.scale_error(r, alpha, alpha_of(edited), 17),
+                        0.05, msg=f"r={r} b={b}")
+        self.assertLess(encoding.kl_unedited(alpha, alpha_of(edited), 17),
+                        1e-3)
+    w = encoding.edit_weights(fit["slopes"], fit["p_values"], np.inf)
+    self.assertEqual(w.sum(), 1.0)
+    self.assertEqual((w > 0).sum(), 1)
+    np.testing.assert_allclose(encoding.edit_weights(
+        fit["slopes"], fit["p_values"], -np.inf), np.full(d, 1 / d))
+
+  def test_removal_frequency_convergence(self):
+    slopes = np.array([0.1, -3.0, 0.5, 2.0])
+    np.testing.assert_array_equal(encoding.removal_order(slopes),
+                                  [0, 2, 3, 1])
+    np.testing.assert_array_equal(encoding.removal_order(slopes, True),
+                                  [1, 3, 2, 0])
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((500, 6))
+    counts = np.round(np.exp(e @ [1.0, 0, 0, 0, 0, 0] + 4))
+    counts[:5] = 0  # Unseen tokens are skipped.
+    self.assertGreater(encoding.frequency_r2(e, counts), 0.95)
+    t0, t1 = np.zeros(5), np.ones(5)
+    self.assertEqual(encoding.convergence_rate(t0, t0, t1), 0.0)
+    self.assertEqual(encoding.convergence_rate(t1, t0, t1), 1.0)
+
+  def test_bad_inputs(self):
+    with self.assertRaisesRegex(ValueError, "`r`"):
+      encoding.edit_embedding(np.ones((5, 2)), 0, 0.0, [1, 1], [0, 0])
+    with self.assertRaisesRegex(ValueError, "`detect set`"):
+      encoding.average_distribution([])
+    with self.assertRaisesRegex(ValueError, "`y`"):
+      encoding.mlr(np.ones(3), np.ones((4, 1)))
+    with self.assertRaisesRegex(ValueError, "`alpha`"):
+      encoding.probability_mlr(np.zeros(10), np.ones((10, 2)))
+    with self.assertRaisesRegex(ValueError, "`token`"):
+      encoding.edit_embedding(np.ones((5, 2)), 9, 2.0, [1, 1], [0, 0])
+
+
+class HeadStatsTest(absltest.TestCase):
+
+  def test_cumulative_and_nucleus(self):
+    p = special.softmax(np.random.default_rng(0).standard_normal((20, 50)), 1)
+    got = head_stats.cumulative_top_m(p, [1, 5, 50])
+    for i in range(20):
+      s = np.sort(p[i])[::-1]
+      np.testing.assert_allclose(got[i], [s[0], s[:5].sum(), 1.0], rtol=1e-12)
+      self.assertEqual(head_stats.tokens_for_mass(p, 0.9)[i],
+                       np.searchsorted(np.cumsum(s), 0.9) + 1)
+
+  def test_rows_random_like_and_cosines(self):
+    w = np.abs(np.random.default_rng(1).standard_normal((300, 10))) + 0.1
+    rnd = head_stats.random_like(w)
+    self.assertAlmostEqual(head_stats.row_norms(rnd).mean(),
+                           head_stats.row_norms(w).mean())
+    s = head_stats.summary(w)
+    self.assertEqual(s["trained"]["cos_positive"], 1.0)  # Positive rows.
+    self.assertLess(abs(s["random"]["cos_mean"]), 0.05)
+
+
+if __name__ == "__main__":
+  absltest.main()

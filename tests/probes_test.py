@@ -1,0 +1,112 @@
+"""Trained-head probes end to end: a small run, an HF folder, the binary."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from absl.testing import absltest
+import numpy as np
+from safetensors.numpy import save_file
+
+from configs import thesis
+from train import probe, tokenizers, trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def small_run(workdir):
+  c = thesis.get_config("model1,cpu")
+  c.model.n_layer, c.model.n_embd, c.model.block_size = 1, 32, 32
+  c.data.source, c.data.tokenizer = "shakespeare", "bpe:512"
+  c.model.vocab_size = 512
+  c.train.steps, c.train.warmup, c.train.batch_size = 24, 2, 8
+  c.checkpoint_every, c.keep_checkpoints = 8, 100
+  c.eval_every, c.eval_batches, c.log_every = 24, 1, 8
+  trainer.train_and_evaluate(c, workdir)
+
+
+class ProbesTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    base = os.path.join(absltest.get_default_test_tmpdir(), "probes_test")
+    os.environ["BOTTLENECK_CACHE"] = os.path.join(base, "cache")
+    cls.run_dir = os.path.join(base, "run")
+    if not os.path.isdir(cls.run_dir):
+      small_run(cls.run_dir)
+
+  def test_every_probe_runs_on_a_trained_run(self):
+    expect = {"gradient": ("norm_ratio", "squared_ratio", "mean_cosine"),
+              "encoding": ("adj_r2", "random_adj_r2", "shuffled_adj_r2"),
+              "edit": ("table", "unedited_error"),
+              "prune": ("saliency", "adversarial"), "frequency": ("rows",),
+              "cumulative": ("tokens_for_0.9_mean",),
+              "rowstats": ("trained", "random")}
+    for name, keys in expect.items():
+      numbers, figures = probe.run(name, workdir=self.run_dir, n_windows=4)
+      for key in keys:
+        self.assertIn(key, numbers, msg=name)
+      self.assertNotEmpty(figures)
+    grad, _ = probe.run("gradient", workdir=self.run_dir, n_windows=4)
+    self.assertTrue(0.0 < grad["norm_ratio"] < 1.0)
+    self.assertAlmostEqual(grad["squared_ratio"], grad["norm_ratio"]**2,
+                           places=6)
+    freq, _ = probe.run("frequency", workdir=self.run_dir)
+    self.assertEqual([r["step"] for r in freq["rows"]], [0, 8, 16, 24])
+    self.assertEqual(freq["rows"][-1]["conv_head"], 1.0)
+
+  def test_hf_folder_subject(self):
+    folder = self.create_tempdir().full_path
+    rng = np.random.default_rng(0)
+    n, v, layers = 16, 50257, 1
+    w = {"transformer.wte.weight": rng.normal(0, .2, (v, n)),
+         "transformer.wpe.weight": rng.normal(0, .2, (64, n)),
+         "transformer.ln_f.weight": np.ones(n), "transformer.ln_f.bias":
+         np.zeros(n)}
+    for i in range(layers):
+      p = f"transformer.h.{i}"
+      for ln in ("ln_1", "ln_2"):
+        w[f"{p}.{ln}.weight"], w[f"{p}.{ln}.bias"] = np.ones(n), np.zeros(n)
+      for name, shape in (("attn.c_attn", (n, 3 * n)), ("attn.c_proj", (n, n)),
+                          ("mlp.c_fc", (n, 4 * n)),
+                          ("mlp.c_proj", (4 * n, n))):
+        w[f"{p}.{name}.weight"] = rng.normal(0, .2, shape)
+        w[f"{p}.{name}.bias"] = np.zeros(shape[1])
+    save_file({k: x.astype(np.float32) for k, x in w.items()},
+              os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+      json.dump({"model_type": "gpt2", "vocab_size": v, "n_positions": 64,
+                 "n_embd": n, "n_layer": layers, "n_head": 2}, f)
+    enc, bpe = tokenizers.gpt2_files()
+    shutil.copy(enc, os.path.join(folder, "vocab.json"))
+    shutil.copy(bpe, os.path.join(folder, "merges.txt"))
+    numbers, _ = probe.run("gradient", hf_dir=folder, data="shakespeare",
+                           n_windows=2)
+    self.assertAlmostEqual(numbers["D_over_V"], 16 / 50257)
+    self.assertGreater(numbers["norm_ratio"], 0.9)
+    with self.assertRaisesRegex(ValueError, "frequency probe"):
+      probe.run("frequency", hf_dir=folder)
+
+  def test_binary_writes_json_and_figures(self):
+    out = self.create_tempdir().full_path
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run([sys.executable, "-m", "train.probe",
+                           f"--workdir={self.run_dir}", "--probe=cumulative",
+                           "--windows=4", f"--plot={out}/c.png"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+    self.assertIn('"probe": "cumulative"', proc.stdout)
+    self.assertTrue(os.path.isfile(f"{out}/c.png"))
+    bad = subprocess.run([sys.executable, "-m", "train.probe",
+                          "--probe=gradient"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    self.assertEqual(bad.returncode, 2)
+    self.assertIn("`workdir`", bad.stderr)
+
+
+if __name__ == "__main__":
+  absltest.main()

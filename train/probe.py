@@ -1,0 +1,75 @@
+"""Probes of a trained LM head (seeds 002, 003; seed 001 App. A, D, E).
+
+  python -m train.probe --workdir=DIR --probe=gradient --format=json
+  python -m train.probe --hf_dir=/path/gpt2 --probe=encoding --data=text:*.txt
+
+--data: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
+('' = the run's own source); --ood_data likewise (edit probe).
+"""
+
+import json
+import os
+
+from absl import flags
+
+from bottleneck import cli
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags():
+  from train import probes  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_string("workdir", None, "A training run folder.")
+  flags.DEFINE_string("hf_dir", None, "An HF GPT-2-format folder.")
+  flags.DEFINE_enum("probe", "gradient", probes.PROBES, "Which probe.")
+  flags.DEFINE_string("data", "", "Text to probe on (see docstring).")
+  flags.DEFINE_string("ood_data", "", "Out-of-domain text for edit/prune "
+                      "('' = shakespeare, or synthetic_stories for runs "
+                      "trained on shakespeare).")
+  flags.DEFINE_integer("windows", 64, "Token windows (of block_size).")
+  flags.DEFINE_integer("seed", 0, "Seed of windows and choices.")
+  flags.DEFINE_enum("format", "json", ["json"], "Output format.")
+  flags.DEFINE_string("plot", None, "PNG path (several figures: NAME_*.png).")
+
+
+def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
+        n_windows: int = 64, seed: int = 0):
+  """(numbers, figures) of one probe."""
+  from train import probes  # pylint: disable=g-import-not-at-top
+  subject = probes.load_subject(workdir, hf_dir)
+  if probe == "frequency":
+    return probes.frequency_probe(subject)
+  if probe == "rowstats":
+    return probes.rowstats_probe(subject.head()[0], subject.name, seed)
+  x, y = probes.windows(subject, data, n_windows, "val", seed)
+  if probe == "gradient":
+    return probes.gradient_probe(subject, x, y)
+  if probe == "encoding":
+    return probes.encoding_probe(subject, x)
+  if probe == "cumulative":
+    return probes.cumulative_probe(subject, x)
+  x_id, _ = probes.windows(subject, data, n_windows, "val", seed + 1)
+  x_ood, _ = probes.windows(subject, ood_data or probes.other_source(subject),
+                           n_windows, "val", seed)
+  if probe == "edit":
+    return probes.edit_probe(subject, x, x_id, x_ood, seed=seed)
+  return probes.prune_probe(subject, x, x_ood)
+
+
+def main(argv):
+  del argv
+  numbers, figures = run(FLAGS.probe, FLAGS.workdir, FLAGS.hf_dir, FLAGS.data,
+                         FLAGS.ood_data, FLAGS.windows, FLAGS.seed)
+  print(cli.to_json({"probe": FLAGS.probe, **numbers}))
+  if FLAGS.plot:
+    from bottleneck import plots  # pylint: disable=g-import-not-at-top
+    stem, ext = os.path.splitext(FLAGS.plot)
+    for i, (name, fig) in enumerate(figures.items()):
+      path = FLAGS.plot if i == 0 and len(figures) == 1 else \
+          f"{stem}_{name}{ext or '.png'}"
+      plots.save(fig, path)
+      print(json.dumps({"figure": path}))
+
+
+if __name__ == "__main__":
+  cli.run_binary(main, _define_flags)
