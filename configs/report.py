@@ -1,8 +1,10 @@
 """The main job: one report of every reproduced result (`python -m train.report`).
 
 Scales (the `--scale` flag of train.report picks one):
-  quick  2 CPU cores, a few minutes; GPT-2-size closed forms and simulation
-         (projected sampler), small sign-rank sweeps.
+  quick  2 CPU cores, ~11 minutes (11.4 measured on 2026-11-21, sections
+         timed in the report); GPT-2-size closed forms and simulation
+         (projected sampler), small sign-rank sweeps, CPU-sized LPs and
+         small trained models.
   paper  the papers' sizes, for a GPU/TPU: Figure 5 with the materialised
          matrix, larger sweeps.
   tiny   seconds; what the test suite runs.
