@@ -61,6 +61,9 @@ class Checkpointer:
   def latest_step(self):
     return self.manager.latest_step()
 
+  def all_steps(self) -> list[int]:
+    return sorted(self.manager.all_steps())
+
   def save(self, step: int, state, data_position: dict) -> None:
     self.manager.save(step, args=ocp.args.Composite(
         state=ocp.args.StandardSave(state),

@@ -49,9 +49,7 @@ def _gradient_bottleneck(model, cfg):
     h = model.apply(params, x, method=model_lib.GPT.hidden)
     h = h.reshape(-1, h.shape[-1]).astype(jnp.float32)
     w = model_lib.head_matrix(params, cfg).astype(jnp.float32)
-    p = params["params"]
-    b = (p["lm_head"]["bias"] if cfg.head != "tied" and cfg.head_bias else
-         p.get("head_bias"))
+    b = model_lib.head_bias(params, cfg)
     q = jnp.linalg.qr(w)[0]
     s = gradient.bottleneck_stats(h, w, b, y.reshape(-1), q,
                                   min(1024, h.shape[0]))

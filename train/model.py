@@ -178,6 +178,14 @@ def head_matrix(params, cfg: GPTConfig):
   return p["wte"]["embedding"]
 
 
+def head_bias(params, cfg: GPTConfig):
+  """The output bias b (V,) of a parameter tree, or None without one."""
+  if not cfg.head_bias:
+    return None
+  p = params["params"] if "params" in params else params
+  return p["head_bias"] if cfg.head == "tied" else p["lm_head"]["bias"]
+
+
 def count_params(params) -> int:
   return int(sum(x.size for x in jax.tree.leaves(params)))
 

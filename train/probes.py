@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import glob
 import os
 
 import jax
@@ -43,12 +42,7 @@ class Subject:
   def head(self):
     """(W [V, D], b [V] or None) as float64 numpy."""
     w = np.asarray(model_lib.head_matrix(self.params, self.cfg), np.float64)
-    p = self.params["params"]
-    b = None
-    if self.cfg.head == "tied" and self.cfg.head_bias:
-      b = p["head_bias"]
-    elif self.cfg.head != "tied" and self.cfg.head_bias:
-      b = p["lm_head"]["bias"]
+    b = model_lib.head_bias(self.params, self.cfg)
     return w, (None if b is None else np.asarray(b, np.float64))
 
 
@@ -286,19 +280,15 @@ def frequency_probe(subject: Subject):
   meta = data.build_shards(config.data, tok)
   counts = np.bincount(np.memmap(meta["train"], dtype=meta["dtype"],
                                  mode="r"), minlength=subject.cfg.vocab_size)
-  steps = sorted(int(os.path.basename(p)) for p in glob.glob(os.path.join(
-      subject.workdir, "checkpoints", "*")) if os.path.basename(p).isdigit())
   init = model_lib.init_params(subject.cfg, config.seed)
   final = subject.params
   w0, we = (np.asarray(model_lib.head_matrix(p, subject.cfg))
             for p in (init, final))
   rows = [_freq_row(0, init, subject.cfg, counts, w0, we)]
-  tr = trainer.Trainer(config)
+  target = trainer.Trainer(config).restore_target()
   ckpt = trainer.checkpoint.Checkpointer(subject.workdir, 10**6, False)
-  for step in steps:
-    state, _ = ckpt.restore(step, jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-        tr.abstract_state, tr.state_sh))
+  for step in ckpt.all_steps():
+    state, _ = ckpt.restore(step, target)
     rows.append(_freq_row(step, state.params, subject.cfg, counts, w0, we,
                           init, final))
   ckpt.close()

@@ -156,6 +156,12 @@ class Trainer:
               for i in range(self.config.eval_batches)]
     return float(np.mean(jax.device_get(losses)))
 
+  def restore_target(self):
+    """Shapes, dtypes and shardings of the state, for checkpoint restore."""
+    return jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+        self.abstract_state, self.state_sh)
+
   def peak_flops(self) -> float | None:
     if self.config.peak_flops:
       return self.config.peak_flops * jax.device_count()
@@ -204,9 +210,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
                                  config.async_checkpoint)
   start = ckpt.latest_step() or 0
   if start:
-    state, _ = ckpt.restore(start, jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-        tr.abstract_state, tr.state_sh))
+    state, _ = ckpt.restore(start, tr.restore_target())
   else:
     state = tr.init_fn()
   log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
@@ -215,6 +219,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       config.model.block_size
   flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
+  schedule = optim.schedule(config.train)
   t_last, steps_timed, t_total = None, 0, 0.0
   for step in range(start, steps):
     xb, yb = tr.global_batch(*train_loader.batch(step))
@@ -232,7 +237,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       sec = t_total / steps_timed if steps_timed else None
       row.update(loss=float(metrics["loss"]),
                  grad_norm=float(metrics["grad_norm"]),
-                 lr=float(optim.schedule(config.train)(step)),
+                 lr=float(schedule(step)),
                  tokens_per_s=tokens / sec if sec else None,
                  mfu=flops / sec / peak if sec and peak else None)
       if lead:
@@ -274,8 +279,6 @@ def load_params(workdir: str, config=None):
   step = ckpt.latest_step()
   if step is None:
     raise ValueError(f"`workdir` {workdir!r} has no checkpoint.")
-  state, _ = ckpt.restore(step, jax.tree.map(
-      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-      tr.abstract_state, tr.state_sh))
+  state, _ = ckpt.restore(step, tr.restore_target())
   ckpt.close()
   return state.params, tr.model_cfg, step
