@@ -8,7 +8,7 @@ borderline, mostly infeasible), every solver runs in its own subprocess (so
 peak memory is its own, ru_maxrss):
   admm          bottleneck.topm.solve on admm_trials subsets per m: all fixed
                 costs included (rotation, compile, float64 certificates).
-  highs-rowgen  bottleneck.lp_exact rowgen (IPM, no presolve) on the first
+  highs-rowgen  bottleneck.lp.exact rowgen (IPM, no presolve) on the first
                 highs_trials subsets per m.
   highs-full    the whole LP through highspy (IPM, no presolve, crossover).
 Throughput = instances per second; agreement = same verdict on every
@@ -40,7 +40,8 @@ def _instances(n, d, trials, seed=0):
 
 def child(solver: str, n: int, d: int, trials: int, highs_trials: int):
   """Runs one solver on one size; prints a JSON line."""
-  from bottleneck import lp_exact, topm  # pylint: disable=g-import-not-at-top
+  from bottleneck import topm  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp import exact as lp_exact  # pylint: disable=g-import-not-at-top
   a, ms, per_m = _instances(n, d, trials)
   out = {"solver": solver, "N": n, "d": d, "per_m": {}}
   start = time.perf_counter()

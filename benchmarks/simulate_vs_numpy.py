@@ -26,7 +26,8 @@ from absl import app, flags
 import jax
 import numpy as np
 
-from bottleneck import cli, simulate
+from bottleneck import simulate
+from bottleneck.io import cli
 
 flags.DEFINE_integer("N", 50257, "Vocabulary size.")
 flags.DEFINE_integer("d", 768, "Width.")

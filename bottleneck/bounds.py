@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy import special
 
-from bottleneck import checks, cli
+from bottleneck import checks
 
 FORMS = ("exact", "gumbel", "rowspace_exact")
 # Quadrature nodes for the chi-square expectation of `rowspace_exact`.
@@ -235,32 +235,6 @@ def table(rows, threshold: float = 0.99, form: str = "gumbel") -> list[dict]:
   return out
 
 
-def main(argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  from bottleneck import models  # pylint: disable=g-import-not-at-top
-  del argv
-  f = flags.FLAGS
-  if (f.N is None) != (f.d is None):
-    raise ValueError("`N` and `d` must be given together (or neither).")
-  rows = (models.lookup(f.models) if f.N is None else
-          (models.ModelSize("custom", "custom", f.N, f.d),))
-  print(cli.format_records(table(rows, f.threshold, f.form), f.format))
-  if f.plot:
-    from bottleneck import plots  # pylint: disable=g-import-not-at-top
-    plots.save(plots.figure2(rows, f.threshold, f.form), f.plot)
-
-
-def _define_flags():
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_string("models", "all", "'all' or comma list of Table 1 keys.")
-  flags.DEFINE_integer("N", None, "Custom vocabulary size (with --d).")
-  flags.DEFINE_integer("d", None, "Custom embedding width (with --N).")
-  flags.DEFINE_float("threshold", 0.99, "m* = largest m with P >= threshold.")
-  flags.DEFINE_enum("form", "gumbel", FORMS, "Which closed form gives `m`; "
-                    "'gumbel' reproduces Table 1 (all forms are printed).")
-  flags.DEFINE_enum("format", "table", cli.FORMATS, "Output format.")
-  flags.DEFINE_string("plot", None, "Write the Figure 2 curves to this PNG.")
-
-
 if __name__ == "__main__":
-  cli.run_binary(main, _define_flags)
+  from bottleneck.apps import bounds_main  # pylint: disable=g-import-not-at-top
+  bounds_main.run()

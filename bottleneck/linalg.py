@@ -1,4 +1,10 @@
-"""Small dense factorisations written in plain XLA ops (no LAPACK calls).
+"""Small dense linear algebra: the row-space solve, and factorisations in XLA.
+
+`rowspace` (numpy float64) is the one row-space solve of the host-side code
+(certificates, Proposition 2, the sign-rank baseline); the jitted solver
+applies the same formula with a cached Gram inverse (`bottleneck.lp.admm`).
+
+The JAX factorisations below are written in plain XLA ops (no LAPACK calls).
 
 Why: on CPU, jaxlib's batched LAPACK kernels (potrf, geqrf, ...) split their
 batch over the same intra-op thread pool they run on. With several CPU
@@ -14,6 +20,19 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+
+def rowspace(a_s_mxd, y_m):
+  """(x_par, q) for A_S of full row rank, in float64.
+
+  x_par = A_S^T (A_S A_S^T)^{-1} y is the minimum-norm solution of
+  A_S x = y (seed 001, eq. 5 with y = 1); q [d, m] is an orthonormal basis
+  of the row space (A_S^T = Q R), so x - q q^T x projects onto null(A_S).
+  Computed through QR, which keeps cond(A_S) instead of squaring it.
+  """
+  q, r = np.linalg.qr(np.asarray(a_s_mxd, np.float64).T)
+  return q @ np.linalg.solve(r.T, np.asarray(y_m, np.float64)), q
 
 
 def cholesky(a_nxn):

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 from scipy.special import logsumexp
 
-from bottleneck import checks
+from bottleneck import checks, linalg
 
 
 def check_eps_delta(eps, delta) -> tuple[float, float]:
@@ -69,13 +69,30 @@ def embedding(a_nxd, subset, p, eps: float = 0.05,
   s = scale(N, m, eps, delta)
   ybar = unscaled_targets(p, s)
   a_s = a[subset]
-  gram = a_s @ a_s.T
-  if np.linalg.matrix_rank(gram) < m:
+  rank = np.linalg.matrix_rank(a_s @ a_s.T)
+  if rank < m:
     raise ValueError("`A` rows of `subset` are linearly dependent (rank "
-                     f"{np.linalg.matrix_rank(gram)} < m={m}); no embedding "
-                     "can prescribe their logits.")
-  xbar = a_s.T @ np.linalg.solve(gram, ybar)
+                     f"{rank} < m={m}); no embedding can prescribe their "
+                     "logits.")
+  xbar, _ = linalg.rowspace(a_s, ybar)
   return Prescribed(x=s * xbar, s=s, ybar=ybar)
+
+
+def softmax_on_subset(logits_n, subset, p_m) -> tuple[float, float]:
+  """How far softmax(logits) is from prescribing p on S (float64, log space).
+
+  Returns (worst relative error of the ratios p_i / p_j on S, probability
+  mass off S). The mass is summed directly (not 1 - mass on S) so tiny
+  masses keep their precision.
+  """
+  logits = np.asarray(logits_n, np.float64)
+  log_probs = logits - logsumexp(logits)
+  q = np.exp(log_probs[subset])
+  p = np.asarray(p_m, np.float64) / np.sum(p_m)
+  ratio_err = float(np.max(np.abs((q / q.sum()) / p - 1.0)))
+  rest = np.ones(logits.shape[0], bool)
+  rest[subset] = False
+  return ratio_err, float(np.exp(logsumexp(log_probs[rest])))
 
 
 def verify(a_nxd, subset, x, p, eps: float = 0.05, delta: float = 0.1,
@@ -90,15 +107,10 @@ def verify(a_nxd, subset, x, p, eps: float = 0.05, delta: float = 0.1,
   a = np.asarray(a_nxd, np.float64)
   subset = checks.subset_indices("subset", subset, a.shape[0])
   p = checks.probabilities("p", p, normalise=True)
-  x = np.asarray(x, np.float64)
-  logits = a @ x
-  log_probs = logits - logsumexp(logits)
-  q = np.exp(log_probs[subset])
-  ratio_err = float(np.max(np.abs((q / q.sum()) / p - 1.0)))
+  logits = a @ np.asarray(x, np.float64)
+  ratio_err, rest_mass = softmax_on_subset(logits, subset, p)
   in_s_mask = np.zeros(a.shape[0], bool)
   in_s_mask[subset] = True
-  # Summed directly (not 1 - mass on S) so tiny masses keep their precision.
-  rest_mass = float(np.exp(logsumexp(log_probs[~in_s_mask])))
   y_s_min = float(logits[subset].min())
   # Unscaled logits are logits / s with s = min over S (ybar_min = 1).
   unscaled_rest_max = (float(logits[~in_s_mask].max() / y_s_min) if y_s_min > 0

@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-from bottleneck import checks
+from bottleneck import checks, linalg
 
 _U64 = np.finfo(np.float64).eps / 2  # Unit roundoff of float64.
 
@@ -249,8 +249,7 @@ def random_rowspace_margins(N: int, d: int, m: int, trials: int,
   for _ in range(checks.positive_int("trials", trials)):
     a = rng.standard_normal((N, d))
     subset = rng.choice(N, size=m, replace=False)
-    a_s = a[subset]
-    y = a @ (a_s.T @ np.linalg.solve(a_s @ a_s.T, np.ones(m)))
+    y = a @ linalg.rowspace(a[subset], np.ones(m))[0]
     rest = np.delete(y, subset)
     if rest.max() < 1.0:
       margins.append((1.0 - rest.max()) / np.abs(y).max())

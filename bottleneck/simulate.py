@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bottleneck import bounds, checks, cli, linalg, sharding
+from bottleneck import bounds, checks, linalg, sharding
+from bottleneck.io import cli
 
 ROW_BLOCK = 4096  # Max rows of A per random-number call (fixes the stream).
 METHODS = ("matrix", "projected")
@@ -207,34 +207,6 @@ def simulate(N: int, d: int, m_values, trials: int, seed: int = 0,
                     np.concatenate(n_parts)[:trials])
 
 
-def main(argv):
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  del argv
-  f = flags.FLAGS
-  m_values = cli.parse_int_list("m", f.m)
-  sim = simulate(f.N, f.d, m_values, f.trials, f.seed, f.method, f.chunk,
-                 progress=True)
-  records = sim.records()
-  print(cli.format_records(records, f.format))
-  if f.plot:
-    from bottleneck import plots  # pylint: disable=g-import-not-at-top
-    plots.save(plots.simulation_vs_bounds(sim.N, sim.d, records), f.plot)
-    print(f"wrote {f.plot}", file=sys.stderr)
-
-
-def _define_flags():
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_integer("N", 50257, "Vocabulary size (rows of A).")
-  flags.DEFINE_integer("d", 768, "Embedding width (columns of A).")
-  flags.DEFINE_string("m", "20..36", "m values: '28', '1,5,9', '20..36', "
-                      "'5..150:5'.")
-  flags.DEFINE_integer("trials", 200, "Random matrices per m.")
-  flags.DEFINE_integer("seed", 0, "Seed; trial i uses fold_in(key(seed), i).")
-  flags.DEFINE_enum("method", "matrix", METHODS, "See module docstring.")
-  flags.DEFINE_integer("chunk", None, "Trials per jitted call.")
-  flags.DEFINE_enum("format", "json", cli.FORMATS, "Output format.")
-  flags.DEFINE_string("plot", None, "Write the Figure 5 plot to this PNG.")
-
-
 if __name__ == "__main__":
-  cli.run_binary(main, _define_flags)
+  from bottleneck.apps import simulate_main  # pylint: disable=g-import-not-at-top
+  simulate_main.run()

@@ -46,8 +46,8 @@ import numpy as np
 from IPython.display import Markdown, display
 from scipy import stats
 
-from bottleneck import bounds, cli, models, plots, prescribed, signrank
-from bottleneck import simulate
+from bottleneck import bounds, models, prescribed, signrank, simulate
+from bottleneck.io import cli, plots
 
 # %% [markdown]
 # ## Table 1: m* for 22 models, in each closed form

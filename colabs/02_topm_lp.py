@@ -27,8 +27,8 @@
 #   gives the prescribed probabilities with mass < delta off S.
 #
 # `bottleneck.topm` solves many instances at once with a batched ADMM
-# (`bottleneck.admm`) and checks every verdict in float64
-# (`bottleneck.certificates`): a feasible verdict comes with x, an
+# (`bottleneck.lp.admm`) and checks every verdict in float64
+# (`bottleneck.lp.certificates`): a feasible verdict comes with x, an
 # infeasible one with multipliers mu.
 
 # %% tags=["parameters"]
@@ -46,8 +46,10 @@ MINILM_TRIALS = 2 if SMALL else 10
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bottleneck import (bounds, certificates, lp_exact, matrices, plots,
-                        topm)
+from bottleneck import bounds, topm
+from bottleneck.io import matrices, plots
+from bottleneck.lp import certificates
+from bottleneck.lp import exact as lp_exact
 
 # %% [markdown]
 # ## Figure 1: a random matrix, equal logits vs prescribed probabilities

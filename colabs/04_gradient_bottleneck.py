@@ -44,7 +44,8 @@ import numpy as np
 from IPython.display import display
 
 from configs import lowrank, spamlang, thesis
-from train import plots, probes, trainer
+from train import plots, trainer
+from train.probes import gradient, subjects
 
 cfg = thesis.get_config("model1,cpu")
 cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
@@ -52,9 +53,9 @@ cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
 cfg.train.steps, cfg.train.warmup = STEPS, max(1, STEPS // 10)
 cfg.eval_every = cfg.checkpoint_every = cfg.log_every = max(1, STEPS // 4)
 trainer.train_and_evaluate(cfg, f"{ROOT}/probe")
-subject = probes.load_subject(workdir=f"{ROOT}/probe")
-x, y = probes.windows(subject, "", WINDOWS)
-numbers, figures = probes.gradient_probe(subject, x, y)
+subject = subjects.load_subject(workdir=f"{ROOT}/probe")
+x, y = subjects.windows(subject, "", WINDOWS)
+numbers, figures = gradient.gradient_probe(subject, x, y)
 plt.close("all")  # Shown one by one below.
 print({k: numbers[k] for k in ("D_over_V", "tokens", "norm_ratio",
                                "squared_ratio", "mean_cosine")})

@@ -36,9 +36,10 @@ ROOT = tempfile.mkdtemp()
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from bottleneck import cli
+from bottleneck.io import cli
 from configs import thesis
-from train import probes, trainer
+from train import trainer
+from train.probes import encoding, subjects
 
 cfg = thesis.get_config("model1,cpu")
 cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
@@ -47,16 +48,16 @@ cfg.train.steps, cfg.train.warmup = STEPS, max(1, STEPS // 10)
 cfg.checkpoint_every, cfg.keep_checkpoints = max(1, STEPS // 8), 1000
 cfg.eval_every = cfg.log_every = max(1, STEPS // 4)
 trainer.train_and_evaluate(cfg, f"{ROOT}/run")
-subject = probes.load_subject(workdir=f"{ROOT}/run")
-x, _ = probes.windows(subject, "", WINDOWS, seed=0)
-x_id, _ = probes.windows(subject, "", WINDOWS, seed=1)
-x_ood, _ = probes.windows(subject, "synthetic_stories", WINDOWS, seed=0)
+subject = subjects.load_subject(workdir=f"{ROOT}/run")
+x, _ = subjects.windows(subject, "", WINDOWS, seed=0)
+x_id, _ = subjects.windows(subject, "", WINDOWS, seed=1)
+x_ood, _ = subjects.windows(subject, "synthetic_stories", WINDOWS, seed=0)
 
 # %% [markdown]
 # ## Table 1 and Figs. 2-3: the log-linear fit
 
 # %%
-enc, figs = probes.encoding_probe(subject, x)
+enc, figs = encoding.encoding_probe(subject, x)
 plt.close("all")  # Shown one by one below.
 print({k: round(v, 4) for k, v in enc.items() if isinstance(v, float)})
 display(figs["encoding_mlr"])
@@ -71,7 +72,7 @@ display(figs["encoding_spearman"])
 # directly. Both are exact only where eq. (2)'s approximations hold.
 
 # %%
-edit, efigs = probes.edit_probe(subject, x, x_id, x_ood,
+edit, efigs = encoding.edit_probe(subject, x, x_id, x_ood,
                                 tokens=3 if SMALL else 10)
 plt.close("all")
 display(Markdown(cli.format_records(edit["table"], "markdown")))
@@ -81,7 +82,7 @@ display(efigs["edit_scales"])
 # ## Fig. 6: removing output-embedding dimensions
 
 # %%
-prune, pfigs = probes.prune_probe(subject, x, x_ood)
+prune, pfigs = encoding.prune_probe(subject, x, x_ood)
 plt.close("all")
 display(pfigs["prune"])
 
@@ -89,6 +90,6 @@ display(pfigs["prune"])
 # ## Fig. 7: frequency is encoded before the parameters converge
 
 # %%
-freq, ffigs = probes.frequency_probe(subject)
+freq, ffigs = encoding.frequency_probe(subject)
 plt.close("all")
 display(ffigs["frequency"])

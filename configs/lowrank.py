@@ -10,15 +10,15 @@ the loss curves isolate the gradient bottleneck (paper: 2B models, D = 32 ..
 synthetic stories, 300 steps. Expected: lower loss at every step for larger D.
 """
 
-from configs import base
+from configs import base, common
 
 
 def get_config(arg: str = "D=64"):
-  opts = dict(kv.split("=") for kv in arg.split(",") if "=" in kv)
-  cpu = "cpu" in arg.split(",")
+  args = common.parse_arg(arg, D=64, cpu=False)
+  cpu = args.cpu
   c = base.get_config()
   c.model.head = "lowrank"
-  c.model.head_rank = int(opts.get("D", 64))
+  c.model.head_rank = args.D
   c.model.n_layer, c.model.n_head, c.model.n_embd = (2, 2, 64) if cpu else (
       6, 8, 512)
   c.data.source = "synthetic_stories" if cpu else "tinystories"

@@ -11,23 +11,23 @@ width 64, 300 steps. Expected (cpu): near-zero loss for V << D, rising loss
 as V grows past what the head passes.
 """
 
-from configs import base
+from configs import base, common
 
 
 def get_config(arg: str = ""):
-  opts = dict(kv.split("=") for kv in arg.split(",") if "=" in kv)
-  cpu = "cpu" in arg.split(",")
+  args = common.parse_arg(arg, V=1024, D=0, cpu=False)
+  cpu = args.cpu
   c = base.get_config()
-  v = int(opts.get("V", 1024))
+  v = args.V
   c.data.source = "spamlang"
   c.data.spamlang_vocab = v
   c.model.vocab_size = v
   c.model.block_size = 64  # Sequence length 64 (Table 3).
   c.model.n_layer, c.model.n_head, c.model.n_embd = (2, 2, 64) if cpu else (
       30, 9, 576)
-  if "D" in opts:
+  if args.D:  # 0: the full-rank untied head.
     c.model.head = "lowrank"
-    c.model.head_rank = int(opts["D"])
+    c.model.head_rank = args.D
   c.train.batch_size = 32 if cpu else 128
   c.train.steps = 300 if cpu else 5000
   c.train.warmup = 30 if cpu else 500

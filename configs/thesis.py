@@ -11,7 +11,7 @@ on 2 cores). Expected: parameter counts 6.69M (models 1, 3, 5), 6.89M
 the validation loss falls fastest for model 8, then 7, then 6 (Fig. 5.1).
 """
 
-from configs import base
+from configs import base, common
 
 MODELS = {  # name: (heads, layers, width), Table 4.1
     "model1": (1, 4, 64), "model2": (1, 8, 64), "model3": (4, 4, 64),
@@ -21,17 +21,17 @@ MODELS = {  # name: (heads, layers, width), Table 4.1
 
 
 def get_config(arg: str = "model1"):
-  name, _, variant = arg.partition(",")
-  if name not in MODELS or variant not in ("", "cpu"):
+  args = common.parse_arg(arg, positional="model", model="model1", cpu=False)
+  if args.model not in MODELS:
     raise ValueError(f"configs/thesis.py takes model1..model8 with optional "
                      f",cpu; got {arg!r}.")
   c = base.get_config()
-  c.model.n_head, c.model.n_layer, c.model.n_embd = MODELS[name]
+  c.model.n_head, c.model.n_layer, c.model.n_embd = MODELS[args.model]
   c.data.source = "tinystories"
   c.data.tokenizer = "gpt2"  # GPT-Neo's BPE, 50257 tokens.
   c.train.steps = 20000
   c.eval_every = 500
-  if variant == "cpu":
+  if args.cpu:
     c.data.source = "synthetic_stories"
     c.data.tokenizer = "byte"
     c.model.vocab_size = 257

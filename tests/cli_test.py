@@ -8,7 +8,7 @@ import sys
 from absl.testing import absltest, parameterized
 import numpy as np
 
-from bottleneck import cli
+from bottleneck.io import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

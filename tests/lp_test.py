@@ -7,7 +7,9 @@ import jax
 import numpy as np
 from scipy import optimize
 
-from bottleneck import admm, certificates, lp_exact, topm
+from bottleneck import topm
+from bottleneck.lp import admm, certificates, instances
+from bottleneck.lp import exact as lp_exact
 
 
 def _linprog_t(a, subset, y):
@@ -174,11 +176,11 @@ class TransformTest(absltest.TestCase):
   def test_vmap_batch_equals_one_by_one(self):
     a = _matrix(500, 24, 9)
     insts = _instances(a, (4, 7), 2, "logits", 5)
-    shared = admm.prepare(a)
+    shared, _ = admm.prepare(a)
     s = admm.Settings()
-    batch = jax.jit(lambda p: admm.run(shared, p, s))(topm._pad(insts, 7, 4))
+    batch = jax.jit(lambda p: admm.run(shared, p, s))(instances.pad(insts, 7, 4))
     for i, it in enumerate(insts):
-      one = jax.jit(lambda p: admm.run(shared, p, s))(topm._pad([it], 7, 1))
+      one = jax.jit(lambda p: admm.run(shared, p, s))(instances.pad([it], 7, 1))
       self.assertEqual(int(one.status[0]), int(batch.status[i]))
       np.testing.assert_allclose(one.t_upper[0], batch.t_upper[i], rtol=1e-4,
                                  atol=1e-5)
@@ -194,8 +196,8 @@ class TransformTest(absltest.TestCase):
 
   def test_no_lapack_custom_calls_in_the_solver(self):
     a = _matrix(200, 16, 1)
-    shared = admm.prepare(a)
-    problem = topm._pad(_instances(a, (3,), 2, "logits", 0), 3, 2)
+    shared, _ = admm.prepare(a)
+    problem = instances.pad(_instances(a, (3,), 2, "logits", 0), 3, 2)
     hlo = jax.jit(lambda p: admm.run(shared, p, admm.Settings())).lower(
         problem).as_text()
     self.assertNotIn("custom_call", hlo)

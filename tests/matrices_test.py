@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 from safetensors.numpy import save_file
 
-from bottleneck import matrices
+from bottleneck.io import matrices
 
 
 class MatricesTest(absltest.TestCase):

@@ -11,7 +11,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from configs import thesis
-from train import probe, tokenizers, trainer
+from train import tokenizers, trainer
+from train.probes import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,15 +47,15 @@ class ProbesTest(absltest.TestCase):
               "cumulative": ("tokens_for_0.9_mean",),
               "rowstats": ("trained", "random")}
     for name, keys in expect.items():
-      numbers, figures = probe.run(name, workdir=self.run_dir, n_windows=4)
+      numbers, figures = registry.run(name, workdir=self.run_dir, n_windows=4)
       for key in keys:
         self.assertIn(key, numbers, msg=name)
       self.assertNotEmpty(figures)
-    grad, _ = probe.run("gradient", workdir=self.run_dir, n_windows=4)
+    grad, _ = registry.run("gradient", workdir=self.run_dir, n_windows=4)
     self.assertTrue(0.0 < grad["norm_ratio"] < 1.0)
     self.assertAlmostEqual(grad["squared_ratio"], grad["norm_ratio"]**2,
                            places=6)
-    freq, _ = probe.run("frequency", workdir=self.run_dir)
+    freq, _ = registry.run("frequency", workdir=self.run_dir)
     self.assertEqual([r["step"] for r in freq["rows"]], [0, 8, 16, 24])
     self.assertEqual(freq["rows"][-1]["conv_head"], 1.0)
 
@@ -83,12 +84,12 @@ class ProbesTest(absltest.TestCase):
     enc, bpe = tokenizers.gpt2_files()
     shutil.copy(enc, os.path.join(folder, "vocab.json"))
     shutil.copy(bpe, os.path.join(folder, "merges.txt"))
-    numbers, _ = probe.run("gradient", hf_dir=folder, data="shakespeare",
+    numbers, _ = registry.run("gradient", hf_dir=folder, data="shakespeare",
                            n_windows=2)
     self.assertAlmostEqual(numbers["D_over_V"], 16 / 50257)
     self.assertGreater(numbers["norm_ratio"], 0.9)
     with self.assertRaisesRegex(ValueError, "frequency probe"):
-      probe.run("frequency", hf_dir=folder)
+      registry.run("frequency", hf_dir=folder)
 
   def test_binary_writes_json_and_figures(self):
     out = self.create_tempdir().full_path

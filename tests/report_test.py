@@ -8,7 +8,7 @@ import sys
 from absl.testing import absltest
 
 from configs import report as report_config
-from train import report, sections
+from train.report import runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_HALF = ("table1", "figure5", "prescribed", "signrank", "figure1",
@@ -50,14 +50,14 @@ class ReportTest(absltest.TestCase):
 
   def test_tiny_report_training_and_probe_sections(self):
     md, saved = self._run_binary(
-        [s for s in sections.SECTIONS if s not in FIRST_HALF])
+        [s for s in runner.SECTIONS if s not in FIRST_HALF])
     self.assertIn("## Seed 003", md)
     grad = list(saved["sections"]["gradient"].values())[0]
     self.assertTrue(0 < grad["norm_ratio"] < 1)
 
   def test_unknown_section_and_scale(self):
     with self.assertRaisesRegex(ValueError, "`sections`"):
-      report.run(report_config.get_config("tiny"),
+      runner.run(report_config.get_config("tiny"),
                  self.create_tempdir().full_path, ["nope"])
     with self.assertRaisesRegex(ValueError, "`scale`"):
       report_config.get_config("huge")

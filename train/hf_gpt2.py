@@ -9,62 +9,44 @@ same way. Weights are read with safetensors (never unpickled); a sharded
 
 from __future__ import annotations
 
-import json
-import os
-
 import jax.numpy as jnp
 import numpy as np
 
+from bottleneck.io import hf
 from train import model as model_lib
 
 _ACTIVATIONS = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
                 "gelu": "gelu_exact", "relu": "relu"}
 
 
-def config_from_hf(hf: dict) -> model_lib.GPTConfig:
-  act = hf.get("activation_function", "gelu_new")
+def config_from_hf(hf_config: dict) -> model_lib.GPTConfig:
+  act = hf_config.get("activation_function", "gelu_new")
   if act not in _ACTIVATIONS:
     raise ValueError(f"`config.json` activation_function {act!r} is not "
                      f"supported; known: {sorted(_ACTIVATIONS)}.")
   return model_lib.GPTConfig(
-      vocab_size=hf["vocab_size"], block_size=hf.get("n_positions", 1024),
-      n_layer=hf["n_layer"], n_head=hf["n_head"], n_embd=hf["n_embd"],
+      vocab_size=hf_config["vocab_size"],
+      block_size=hf_config.get("n_positions", 1024),
+      n_layer=hf_config["n_layer"], n_head=hf_config["n_head"],
+      n_embd=hf_config["n_embd"],
       qkv_bias=True, head="tied", head_bias=False,
       activation=_ACTIVATIONS[act],
-      layer_norm_eps=hf.get("layer_norm_epsilon", 1e-5))
+      layer_norm_eps=hf_config.get("layer_norm_epsilon", 1e-5))
 
 
 def _read(directory: str) -> dict[str, np.ndarray]:
-  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
-  single = os.path.join(directory, "model.safetensors")
-  index = os.path.join(directory, "model.safetensors.index.json")
-  if os.path.isfile(single):
-    files = [single]
-  elif os.path.isfile(index):
-    with open(index) as f:
-      files = sorted({os.path.join(directory, v)
-                      for v in json.load(f)["weight_map"].values()})
-  else:
-    raise ValueError(f"`hf_dir` {directory!r} has neither model.safetensors "
-                     "nor model.safetensors.index.json.")
-  out = {}
-  for path in files:
-    for name, value in load_file(path).items():
-      out[name.removeprefix("transformer.")] = value.astype(np.float32)
-  return out
+  return {name.removeprefix("transformer."): value.astype(np.float32)
+          for name, value in hf.read_tensors(directory, "hf_dir").items()}
 
 
 def load(directory: str):
   """(params, GPTConfig) from an HF GPT-2 folder."""
-  path = os.path.join(directory, "config.json")
-  if not os.path.isfile(path):
-    raise ValueError(f"`hf_dir` {directory!r} needs a config.json.")
-  with open(path) as f:
-    hf = json.load(f)
-  if hf.get("model_type", "gpt2") != "gpt2":
-    raise ValueError(f"`hf_dir` holds model_type={hf.get('model_type')!r}; "
+  hf_config = hf.read_config(directory, "hf_dir")
+  if hf_config.get("model_type", "gpt2") != "gpt2":
+    raise ValueError(f"`hf_dir` holds model_type="
+                     f"{hf_config.get('model_type')!r}; "
                      "only GPT-2-format checkpoints load into this model.")
-  cfg = config_from_hf(hf)
+  cfg = config_from_hf(hf_config)
   w = _read(directory)
 
   def get(name):

@@ -11,7 +11,7 @@ import json
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from bottleneck import cli
+from bottleneck.io import cli
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Config file (path:arg).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from bottleneck import plots
+from bottleneck.io import plots
 
 
 def curves_figure(runs: dict, title: str = "Training curves"):

@@ -4,7 +4,8 @@
   python -m train.probe --hf_dir=/path/gpt2 --probe=encoding --data=text:*.txt
 
 --data: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
-('' = the run's own source); --ood_data likewise (edit probe).
+('' = the run's own source); --ood_data likewise (edit probe). The probes
+live in train/probes/.
 """
 
 import json
@@ -12,16 +13,16 @@ import os
 
 from absl import flags
 
-from bottleneck import cli
+from bottleneck.io import cli
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  from train import probes  # pylint: disable=g-import-not-at-top
+  from train.probes import registry  # pylint: disable=g-import-not-at-top
   flags.DEFINE_string("workdir", None, "A training run folder.")
   flags.DEFINE_string("hf_dir", None, "An HF GPT-2-format folder.")
-  flags.DEFINE_enum("probe", "gradient", probes.PROBES, "Which probe.")
+  flags.DEFINE_enum("probe", "gradient", registry.PROBES, "Which probe.")
   flags.DEFINE_string("data", "", "Text to probe on (see docstring).")
   flags.DEFINE_string("ood_data", "", "Out-of-domain text for edit/prune "
                       "('' = shakespeare, or synthetic_stories for runs "
@@ -32,37 +33,15 @@ def _define_flags():
   flags.DEFINE_string("plot", None, "PNG path (several figures: NAME_*.png).")
 
 
-def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
-        n_windows: int = 64, seed: int = 0):
-  """(numbers, figures) of one probe."""
-  from train import probes  # pylint: disable=g-import-not-at-top
-  subject = probes.load_subject(workdir, hf_dir)
-  if probe == "frequency":
-    return probes.frequency_probe(subject)
-  if probe == "rowstats":
-    return probes.rowstats_probe(subject.head()[0], subject.name, seed)
-  x, y = probes.windows(subject, data, n_windows, "val", seed)
-  if probe == "gradient":
-    return probes.gradient_probe(subject, x, y)
-  if probe == "encoding":
-    return probes.encoding_probe(subject, x)
-  if probe == "cumulative":
-    return probes.cumulative_probe(subject, x)
-  x_id, _ = probes.windows(subject, data, n_windows, "val", seed + 1)
-  x_ood, _ = probes.windows(subject, ood_data or probes.other_source(subject),
-                           n_windows, "val", seed)
-  if probe == "edit":
-    return probes.edit_probe(subject, x, x_id, x_ood, seed=seed)
-  return probes.prune_probe(subject, x, x_ood)
-
-
 def main(argv):
   del argv
-  numbers, figures = run(FLAGS.probe, FLAGS.workdir, FLAGS.hf_dir, FLAGS.data,
-                         FLAGS.ood_data, FLAGS.windows, FLAGS.seed)
+  from bottleneck.io import plots  # pylint: disable=g-import-not-at-top
+  from train.probes import registry  # pylint: disable=g-import-not-at-top
+  numbers, figures = registry.run(FLAGS.probe, FLAGS.workdir, FLAGS.hf_dir,
+                                  FLAGS.data, FLAGS.ood_data, FLAGS.windows,
+                                  FLAGS.seed)
   print(cli.to_json({"probe": FLAGS.probe, **numbers}))
   if FLAGS.plot:
-    from bottleneck import plots  # pylint: disable=g-import-not-at-top
     stem, ext = os.path.splitext(FLAGS.plot)
     for i, (name, fig) in enumerate(figures.items()):
       path = FLAGS.plot if i == 0 and len(figures) == 1 else \

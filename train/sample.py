@@ -13,7 +13,7 @@ import json
 
 from absl import flags
 
-from bottleneck import cli
+from bottleneck.io import cli
 
 FLAGS = flags.FLAGS
 

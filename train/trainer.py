@@ -28,7 +28,8 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from bottleneck import sharding
-from train import checkpoint, data, hooks, model as model_lib, optim
+from train import checkpoint, data, model as model_lib, optim
+from train.probes import hooks
 
 # Dense bf16 / fp32 peak FLOP/s per device, for the MFU estimate.
 PEAK_FLOPS = {"h100": (989e12, 67e12), "h200": (989e12, 67e12),

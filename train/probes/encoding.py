@@ -1,136 +1,20 @@
-"""Trained-head probes: arrays from a model and text, statistics from bottleneck.
+"""Seed 003 on a trained head: probabilities encoded in output embeddings.
 
-A probe takes a `Subject` (params, model, config, tokenizer: from a run
-folder or from real HF GPT-2 weights) and token windows of some text, runs
-the model once to get hidden states H, the head W (and bias b), per-position
-probabilities, and hands those arrays to the pure functions of
-bottleneck.gradient / encoding / head_stats. Each probe returns
-(numbers: dict, figures: {name: matplotlib Figure}).
+Table 1 / Fig. 3 (`encoding_probe`), Algorithm 1 editing (`edit_probe`),
+dimension removal (`prune_probe`) and the frequency probe across a run's
+checkpoints (`frequency_probe`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import os
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from ml_collections import config_dict
 
-from bottleneck import encoding, gradient, head_stats
-from train import data, model as model_lib, probe_plots, trainer
-
-PROBES = ("gradient", "encoding", "edit", "prune", "frequency", "cumulative",
-          "rowstats")
-
-
-@dataclasses.dataclass
-class Subject:
-  params: dict
-  cfg: model_lib.GPTConfig
-  tokenizer: object
-  name: str
-  config: config_dict.ConfigDict | None = None  # Run config (workdir only).
-  workdir: str | None = None
-
-  @property
-  def model(self):
-    return model_lib.GPT(self.cfg)
-
-  def head(self):
-    """(W [V, D], b [V] or None) as float64 numpy."""
-    w = np.asarray(model_lib.head_matrix(self.params, self.cfg), np.float64)
-    b = model_lib.head_bias(self.params, self.cfg)
-    return w, (None if b is None else np.asarray(b, np.float64))
-
-
-def load_subject(workdir: str | None = None, hf_dir: str | None = None):
-  """A trained run (its newest checkpoint) or an HF GPT-2 folder."""
-  if bool(workdir) == bool(hf_dir):
-    raise ValueError("give exactly one of `workdir` and `hf_dir`.")
-  if hf_dir:
-    from train import hf_gpt2, tokenizers  # pylint: disable=g-import-not-at-top
-    params, cfg = hf_gpt2.load(hf_dir)
-    return Subject(params, cfg, tokenizers.load("hf:" + hf_dir),
-                   os.path.basename(os.path.normpath(hf_dir)))
-  from train import completions  # pylint: disable=g-import-not-at-top
-  params, _, cfg, tok, config = completions.load_run(workdir)
-  return Subject(params, cfg, tok, os.path.basename(os.path.normpath(
-      workdir)), config, workdir)
-
-
-def other_source(subject: Subject) -> str:
-  """An out-of-domain text source for a subject (not its training text)."""
-  own = subject.config.data.source if subject.config is not None else ""
-  return "synthetic_stories" if own == "shakespeare" else "shakespeare"
-
-
-def data_config(spec: str, subject: Subject):
-  """`--data`: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
-  ('' = the run's own training source), read with the subject's tokenizer."""
-  base = (subject.config.data.to_dict() if subject.config is not None
-          else {"source": "synthetic_stories", "path": "", "online": False,
-                "val_fraction": 0.05, "cache_dir": "",
-                "synthetic_stories": 4000, "spamlang_vocab": 0, "seed": 0,
-                "tokenizer": subject.tokenizer.name})
-  d = config_dict.ConfigDict(base)
-  if spec:
-    source, _, path = spec.partition(":")
-    d.source, d.path = source, path
-  return d
-
-
-def windows(subject: Subject, spec: str, n_windows: int, split: str = "val",
-            seed: int = 0, length: int | None = None):
-  """Token windows [n, T] (inputs) and their targets from a text source."""
-  d = data_config(spec, subject)
-  if d.source == "spamlang":
-    raise ValueError("`data` must be a text source for the probes.")
-  meta = data.build_shards(d, subject.tokenizer)  # The model's own tokens.
-  tokens = np.memmap(meta[split], dtype=meta["dtype"], mode="r")
-  t = min(length or subject.cfg.block_size, subject.cfg.block_size)
-  loader = data.WindowLoader(tokens, t, n_windows, seed)
-  return loader.batch(0)
-
-
-@functools.partial(jax.jit, static_argnames="model")
-def _forward(params, model, x):
-  h = model.apply(params, x, method=model_lib.GPT.hidden)
-  logits = model.apply(params, h, method=model_lib.GPT.head)
-  return h, jax.nn.softmax(logits, axis=-1)
-
-
-def forward(subject: Subject, x, batch: int = 16):
-  """Hidden states [N, D] (float64) and probabilities [N, V] (float32)."""
-  hs, ps = [], []
-  for i in range(0, len(x), batch):
-    h, p = _forward(subject.params, subject.model, jnp.asarray(x[i:i + batch]))
-    hs.append(np.asarray(h, np.float64).reshape(-1, h.shape[-1]))
-    ps.append(np.asarray(p).reshape(-1, p.shape[-1]))
-  return np.concatenate(hs), np.concatenate(ps)
-
-
-def gradient_probe(subject: Subject, x, y, chunk: int = 1024):
-  """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8."""
-  h, _ = forward(subject, x)
-  y = np.asarray(y).reshape(-1)
-  w, b = subject.head()
-  out = gradient.destroyed_fraction(h, w, b, y, chunk)
-  n_small = min(len(y), 512)
-  prof = gradient.coefficient_profiles(h[:n_small], w, b, y[:n_small])
-  counts = [c for c in (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-            if c <= min(len(y), 2048)]
-  ranks = gradient.rank_vs_tokens(h[:max(counts)], w, b, y[:max(counts)],
-                                  counts)
-  eff = gradient.update_efficiency(h[:1024], w, b, y[:1024],
-                                   [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
-  out.update(rank_vs_tokens=ranks, efficiency=eff,
-             profile={k: np.asarray(v).tolist() for k, v in prof.items()})
-  return out, {"gradient_profiles": probe_plots.profiles(prof),
-               "gradient_rank": probe_plots.ranks(ranks),
-               "gradient_efficiency": probe_plots.efficiency(eff)}
+from bottleneck import encoding
+from train import data, model as model_lib, trainer
+from train.probes import plots
+from train.probes.subjects import Subject, forward
 
 
 def _embeddings(subject: Subject):
@@ -158,9 +42,9 @@ def encoding_probe(subject: Subject, x):
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
   fitted = fit["intercept"] + _embeddings(subject) @ fit["slopes"]
-  return out, {"encoding_mlr": probe_plots.mlr_fit(-np.log(alpha), fitted,
+  return out, {"encoding_mlr": plots.mlr_fit(-np.log(alpha), fitted,
                                                    out["adj_r2"]),
-               "encoding_spearman": probe_plots.spearman(prof)}
+               "encoding_spearman": plots.spearman(prof)}
 
 
 class _Cached:
@@ -237,7 +121,7 @@ def edit_probe(subject: Subject, x_detect, x_id, x_ood, tokens: int = 10,
   unedited = float(np.mean(np.abs(np.log(ratios))))
   return {"table": rows, "tokens": chosen.tolist(), "scales": ratios,
           "unedited_error": unedited}, {
-              "edit_scales": probe_plots.edit_scales(curve)}
+              "edit_scales": plots.edit_scales(curve)}
 
 
 def prune_probe(subject: Subject, x_detect, x_ood,
@@ -257,7 +141,7 @@ def prune_probe(subject: Subject, x_detect, x_ood,
       pruned[:, order[:int(round(ratio * w.shape[1]))]] = 0.0
       kls.append(encoding.kl(base, _alpha_from(h, pruned, b)))
     out[key] = kls
-  return out, {"prune": probe_plots.prune(out)}
+  return out, {"prune": plots.prune(out)}
 
 
 def _alpha_from(h, w, b, chunk: int = 4096):
@@ -292,7 +176,7 @@ def frequency_probe(subject: Subject):
     rows.append(_freq_row(step, state.params, subject.cfg, counts, w0, we,
                           init, final))
   ckpt.close()
-  return {"rows": rows}, {"frequency": probe_plots.frequency(rows)}
+  return {"rows": rows}, {"frequency": plots.frequency(rows)}
 
 
 def _freq_row(step, params, cfg, counts, w0, we, init=None, final=None):
@@ -308,30 +192,3 @@ def _freq_row(step, params, cfg, counts, w0, we, init=None, final=None):
   else:
     row.update(conv_wte=0.0, conv_qkv_0=0.0)
   return row
-
-
-def cumulative_probe(subject: Subject, x):
-  """Seed 001 App. A / Fig. 4: mass of the top-m tokens, averaged."""
-  _, p = forward(subject, x)
-  m_values = np.unique(np.geomspace(1, p.shape[1], 30).astype(int))
-  cum = head_stats.cumulative_top_m(p, m_values)
-  per_window = cum.reshape(len(x), -1, len(m_values)).mean(1)
-  need = head_stats.tokens_for_mass(p, 0.9)
-  out = {"m": m_values.tolist(), "mean": cum.mean(0).tolist(),
-         "std_over_windows": per_window.std(0).tolist(),
-         "tokens_for_0.9_mean": float(need.mean()),
-         "tokens_for_0.9_median": float(np.median(need))}
-  return out, {"cumulative": probe_plots.cumulative(out)}
-
-
-def rowstats_probe(w_vxd, label: str, seed: int = 0):
-  """Seed 001 App. E / Fig. 7: trained rows vs a random matrix."""
-  out = head_stats.summary(w_vxd, seed)
-  return out, {"rowstats": probe_plots.rowstats(w_vxd, label, seed)}
-
-
-def next_token_targets(subject: Subject, x, keep: int = 512) -> np.ndarray:
-  """App. D: a trained model's next-token distributions, top `keep` kept."""
-  _, p = forward(subject, x)
-  return -np.sort(-p, axis=1)[:, :keep]
-

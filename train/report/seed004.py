@@ -1,8 +1,8 @@
 """Report section for seed 004: thesis models trained briefly, on the default.
 
-Runs land in <outdir>/runs/<name>; later sections (the trained-head probes)
-load their checkpoints. `ensure_run` resumes a finished run instantly, so
-every section can ask for the runs it needs in any order.
+Runs land in <outdir>/runs/<name> (train/experiments.py, which resumes a
+finished run instantly, so every section can ask for the runs it needs in
+any order).
 """
 
 from __future__ import annotations
@@ -10,34 +10,15 @@ from __future__ import annotations
 import json
 import os
 
-from configs import thesis
-from train import completions, plots as train_plots, trainer
-from train.sections.common import Section, figure
-
-
-def run_config(name: str, c):
-  """A thesis config (e.g. 'model1,cpu') with the report's overrides."""
-  cfg = thesis.get_config(name)
-  cfg.train.steps = c.steps
-  cfg.train.warmup = max(1, c.steps // 10)
-  cfg.eval_every = cfg.checkpoint_every = max(1, c.steps // 4)
-  cfg.log_every = max(1, c.steps // 20)
-  cfg.async_checkpoint = False
-  return cfg
-
-
-def ensure_run(name: str, c, outdir: str) -> str:
-  """Trains (or finds) <outdir>/runs/<name>; returns the workdir."""
-  workdir = os.path.join(outdir, "runs", name.replace(",", "_"))
-  trainer.train_and_evaluate(run_config(name, c), workdir)
-  return workdir
+from train import completions, experiments, plots as train_plots
+from train.report.section import Section, figure, table as md_table
 
 
 def training(config, outdir: str) -> Section:
   c = config.training
-  workdirs = {name: ensure_run(name, c, outdir) for name in c.runs}
-  rows = {name: [json.loads(line) for line in open(
-      os.path.join(wd, "metrics.jsonl"))] for name, wd in workdirs.items()}
+  workdirs = {name: experiments.thesis_run(name, c.steps, outdir)
+              for name in c.runs}
+  rows = {name: experiments.read_metrics(wd) for name, wd in workdirs.items()}
   summary = []
   for name, wd in workdirs.items():
     with open(os.path.join(wd, "config.json")) as f:
@@ -52,7 +33,6 @@ def training(config, outdir: str) -> Section:
                     "tokens_per_s": max(tps) if tps else None})
   table = completions.story_table(list(workdirs.values()), c.stories,
                                   list(c.tokens), seed=config.seed)
-  from train.sections.common import table as md_table  # pylint: disable=g-import-not-at-top
   body = "\n\n".join([
       "Thesis architectures (Table 4.1: heads / layers / width) trained on "
       "the embedded default corpus (generated stories, byte-level "

@@ -28,7 +28,11 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from bottleneck import linalg, prescribed
 
 _U = np.finfo(np.float64).eps / 2
 
@@ -51,13 +55,6 @@ def _facts(a) -> MatrixFacts:
   return a if isinstance(a, MatrixFacts) else MatrixFacts(a)
 
 
-def _rowspace(a_s, y):
-  """x_par = A_S^T (A_S A_S^T)^{-1} y and a projector onto null(A_S)."""
-  q, r = np.linalg.qr(a_s.T)  # A_S^T = Q R, Q orthonormal columns.
-  x_par = q @ np.linalg.solve(r.T, y)
-  return x_par, q
-
-
 def check_feasible(a, subset, y, x, threshold: float) -> dict:
   """Verifies a FEASIBLE certificate; returns the evidence.
 
@@ -70,7 +67,7 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   y = np.asarray(y, np.float64)
   x = np.asarray(x, np.float64)
   a_s = a[subset]
-  x = x + np.linalg.lstsq(a_s, y - a_s @ x, rcond=None)[0]  # onto A_S x = y
+  x = x + linalg.rowspace(a_s, y - a_s @ x)[0]  # onto A_S x = y
   logits = a @ x
   err = _gamma(a.shape[1]) * facts.row_norms * np.linalg.norm(x)
   rest = np.ones(a.shape[0], bool)
@@ -88,16 +85,9 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
 def check_probabilities(a, subset, x, p, scale: float, delta: float,
                         ratio_rtol: float = 1e-6) -> dict:
   """softmax(scale * A x): ratios on S equal p's, mass off S < delta."""
-  from scipy.special import logsumexp  # pylint: disable=g-import-not-at-top
-  logits = scale * (np.asarray(a, np.float64) @ np.asarray(x, np.float64))
-  log_p = logits - logsumexp(logits)
-  subset = np.asarray(subset)
-  rest = np.ones(log_p.shape[0], bool)
-  rest[subset] = False
-  q = np.exp(log_p[subset])
-  p = np.asarray(p, np.float64) / np.sum(p)
-  ratio_err = float(np.max(np.abs((q / q.sum()) / p - 1.0)))
-  rest_mass = float(np.exp(logsumexp(log_p[rest])))
+  a = a.a if isinstance(a, MatrixFacts) else np.asarray(a, np.float64)
+  logits = scale * (a @ np.asarray(x, np.float64))
+  ratio_err, rest_mass = prescribed.softmax_on_subset(logits, subset, p)
   return {"ok": bool(ratio_err <= ratio_rtol and rest_mass < delta),
           "ratio_rel_error": ratio_err, "rest_mass": rest_mass}
 
@@ -129,7 +119,7 @@ def polish(a, subset, mu, x=None, support_factor: float = 2.0,
         n) / n
     rank[subset] = -np.inf
   support = np.argsort(-rank)[:k]
-  _, q = _rowspace(a[subset], np.zeros(subset.size))
+  _, q = linalg.rowspace(a[subset], np.zeros(subset.size))
   for _ in range(rounds):
     a_k = a[support]
     b = np.vstack([a_k.T - q @ (q.T @ a_k.T), np.ones((1, support.size))])
@@ -170,7 +160,7 @@ def check_infeasible(a, subset, y, mu, threshold: float,
             "t_lower": -np.inf, "radius": 0.0}
   mu = mu / mu.sum()
   a_s = a[subset]
-  x_par, q = _rowspace(a_s, y)
+  x_par, q = linalg.rowspace(a_s, y)
   v = a.T @ mu
   v_perp = v - q @ (q.T @ v)
   # Rounding: v has error <= gamma_n |A|^T mu <= gamma_n col_absmax
@@ -192,3 +182,47 @@ def check_infeasible(a, subset, y, mu, threshold: float,
               radius / norm_par) if norm_par > 0 else np.inf,
           "residual": float(np.linalg.norm(v_perp)),
           "margin": float(threshold - (v @ x_par))}
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+  """What a certificate must show before a verdict is reported."""
+  # INFEASIBLE: no embedding within radius_factor * |x_par| of the row-space
+  # point reaches the threshold.
+  radius_factor: float = 1e3
+  # Supports tried by `polish`, in units of d - m + 1 rows (widest last).
+  support_factors: tuple[float, ...] = (2.0, 4.0, 8.0)
+  # Prescribed probabilities: worst relative error of the ratios on S.
+  ratio_rtol: float = 1e-6
+
+
+def verify(a, subset, y, threshold: float, claim: str, x, mu,
+           policy: Policy = Policy(), p=None, scale: float | None = None,
+           delta: float = 0.1) -> tuple[str, float, dict]:
+  """(verdict, objective bound, evidence) for a solver's candidate.
+
+  `a` is the matrix or (better, once per matrix) its MatrixFacts.
+  `claim` is what the solver nominated ('feasible' with the embedding x,
+  'infeasible' with the multipliers mu, anything else: nothing). The
+  verdict is 'feasible' / 'infeasible' only if the float64 check passes,
+  else 'undecided'. With `p` (prescribed probabilities, scale s of eq. 17)
+  a feasible x must also pass `check_probabilities`.
+  """
+  if claim == "feasible":
+    cert = check_feasible(a, subset, y, x, threshold)
+    if cert["ok"] and p is not None:
+      probs = check_probabilities(a, subset, cert["x"], p, scale, delta,
+                                  policy.ratio_rtol)
+      cert["ok"] = probs["ok"]
+      cert.update(rest_mass=probs["rest_mass"],
+                  ratio_rel_error=probs["ratio_rel_error"])
+    return ("feasible" if cert["ok"] else "undecided"), cert["t_upper"], cert
+  if claim == "infeasible":
+    for support_factor in policy.support_factors:  # Wider supports if needed.
+      polished = polish(a, subset, mu, x, support_factor)
+      cert = check_infeasible(a, subset, y, polished, threshold,
+                              policy.radius_factor)
+      if cert["ok"]:
+        break
+    return ("infeasible" if cert["ok"] else "undecided"), cert["t_lower"], cert
+  return "undecided", float("nan"), {"ok": False}

@@ -1,4 +1,4 @@
-"""Figures of the trained-head probes (train/probes.py)."""
+"""Figures of the trained-head probes (train/probes/)."""
 
 from __future__ import annotations
 

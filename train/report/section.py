@@ -6,7 +6,7 @@ import dataclasses
 import os
 from typing import Any, Callable
 
-from bottleneck import cli, plots
+from bottleneck.io import cli, plots
 
 
 @dataclasses.dataclass
@@ -28,3 +28,11 @@ def figure(fig, outdir: str, name: str) -> str:
   """Saves `fig` as outdir/name and returns the markdown image line."""
   plots.save(fig, os.path.join(outdir, name))
   return f"![{name}]({name})"
+
+
+def probe_subject(config, outdir: str):
+  """The report's trained probe model (train/experiments.py), loaded."""
+  from train import experiments  # pylint: disable=g-import-not-at-top
+  from train.probes import subjects  # pylint: disable=g-import-not-at-top
+  return subjects.load_subject(
+      workdir=experiments.probe_model_run(config.probes.steps, outdir))

@@ -1,10 +1,8 @@
-"""The main job: every reproduced result in one folder.
+"""The main job's runner: every reproduced result in one folder.
 
-  python -m train.report --scale=quick --outdir=report
-
-writes report.md (text, tables, figures), results.json (every number shown)
-and the PNG figures. `--scale` picks configs/report.py's preset; `--sections`
-runs a subset (comma list of train.sections.SECTIONS).
+`run(config, outdir)` calls each section (a function (config, outdir) ->
+Section, one module per paper) and writes report.md (text, tables,
+figures), results.json (every number shown) and the PNG figures.
 """
 
 from __future__ import annotations
@@ -17,13 +15,26 @@ import subprocess
 import sys
 import time
 
-from absl import flags
+from bottleneck.io import cli
+from train.report import (seed001_bounds, seed001_lp, seed001_trained,
+                          seed002, seed003, seed004)
 
-from bottleneck import cli
-from configs import report as report_config
-from train import sections as sections_lib
-
-FLAGS = flags.FLAGS
+SECTIONS = {  # In report order.
+    "table1": seed001_bounds.table1,
+    "figure5": seed001_bounds.figure5,
+    "prescribed": seed001_bounds.prescribed_probabilities,
+    "signrank": seed001_bounds.signrank_construction,
+    "figure1": seed001_lp.figure1,
+    "figure3": seed001_lp.figure3,
+    "natural": seed001_lp.natural_targets,
+    "trained": seed001_lp.trained_vs_random,
+    "training": seed004.training,
+    "gradient": seed002.gradient_bottleneck,
+    "lowrank": seed002.lowrank_sweep,
+    "spamlang": seed002.spamlang_sweep,
+    "encoding": seed003.encoding_section,
+    "appendices": seed001_trained.appendices,
+}
 
 
 def environment() -> dict:
@@ -47,11 +58,11 @@ def environment() -> dict:
 
 def run(config, outdir: str, only: list[str] | None = None) -> dict:
   """Runs the selected sections; writes report.md and results.json."""
-  names = only or list(sections_lib.SECTIONS)
+  names = only or list(SECTIONS)
   for name in names:
-    if name not in sections_lib.SECTIONS:
+    if name not in SECTIONS:
       raise ValueError(f"`sections` entry {name!r} unknown; allowed: "
-                       f"{list(sections_lib.SECTIONS)}.")
+                       f"{list(SECTIONS)}.")
   os.makedirs(outdir, exist_ok=True)
   env = environment()
   results = {"environment": env, "config": config.to_dict(), "sections": {}}
@@ -62,7 +73,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
   for name in names:
     start = time.perf_counter()
     print(f"[report] section {name} ...", file=sys.stderr, flush=True)
-    section = sections_lib.SECTIONS[name](config, outdir)
+    section = SECTIONS[name](config, outdir)
     seconds = time.perf_counter() - start
     results["sections"][name] = dict(section.numbers, seconds=seconds)
     parts.append(f"## {section.title}\n\n{section.body}\n\n"
@@ -74,20 +85,3 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
   print(f"[report] wrote {outdir}/report.md and results.json",
         file=sys.stderr)
   return results
-
-
-def main(argv):
-  del argv
-  only = [s for s in FLAGS.sections.split(",") if s] if FLAGS.sections else None
-  run(report_config.get_config(FLAGS.scale), FLAGS.outdir, only)
-
-
-def define_flags():
-  flags.DEFINE_enum("scale", "quick", ["tiny", "quick", "paper"],
-                    "Preset of configs/report.py.")
-  flags.DEFINE_string("outdir", "report", "Folder for report.md, JSON, PNGs.")
-  flags.DEFINE_string("sections", "", "Comma list of sections (default all).")
-
-
-if __name__ == "__main__":
-  cli.run_binary(main, define_flags)

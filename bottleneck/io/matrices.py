@@ -18,12 +18,12 @@ Nothing is unpickled (np.load(allow_pickle=False), safetensors).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import numpy as np
 
 from bottleneck import checks
+from bottleneck.io import hf
 
 # Output-layer tensor names, most specific first: untied heads, then the
 # input embeddings that tied models reuse as their head.
@@ -68,24 +68,9 @@ def _read_safetensors(path: str, tensor: str | None) -> tuple[np.ndarray, str]:
 
 
 def _hf_dir(directory: str) -> tuple[np.ndarray, str]:
-  config_path = os.path.join(directory, "config.json")
-  if not os.path.isfile(config_path):
-    raise ValueError(f"`matrix` hf:{directory!r} needs a config.json.")
-  with open(config_path) as f:
-    config = json.load(f)
+  config = hf.read_config(directory, "matrix")
   tied = config.get("tie_word_embeddings", True)
-  single = os.path.join(directory, "model.safetensors")
-  index = os.path.join(directory, "model.safetensors.index.json")
-  if os.path.isfile(single):
-    files = {None: single}
-  elif os.path.isfile(index):
-    with open(index) as f:
-      weight_map = json.load(f)["weight_map"]
-    files = {name: os.path.join(directory, file)
-             for name, file in weight_map.items()}
-  else:
-    raise ValueError(f"`matrix` hf:{directory!r} has neither "
-                     "model.safetensors nor model.safetensors.index.json.")
+  files = hf.weight_files(directory, "matrix")
   candidates = (TIED_NAMES + HEAD_NAMES) if tied else (HEAD_NAMES +
                                                         TIED_NAMES)
   for name in candidates:

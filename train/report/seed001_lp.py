@@ -1,17 +1,18 @@
 """Report sections for seed 001's LP experiments (Section 6, Figs 1/3, App. D).
 
 Every verdict here carries a float64-checked certificate
-(bottleneck.certificates); the tables count undecided instances separately.
+(bottleneck.lp.certificates); the tables count undecided instances separately.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bottleneck import bounds, cli, matrices, plots, topm
-from bottleneck import admm
+from bottleneck import bounds, topm
+from bottleneck.io import cli, matrices, plots
+from bottleneck.lp import admm
 from train import corpora
-from train.sections.common import Section, figure, table
+from train.report.section import Section, figure, table
 
 _COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction"]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck import bounds, cli, models, plots, prescribed, signrank
+from bottleneck import bounds, models, prescribed, signrank
 from bottleneck import simulate as simulate_lib
-from train.sections.common import Section, figure, table
+from bottleneck.io import cli, plots
+from train.report.section import Section, figure, table
 
 
 def table1(config, outdir: str) -> Section:

@@ -25,9 +25,13 @@ sigma I + rho A'^T A' is diagonal, the S rows add a rank-m Woodbury term
 complement). Each iteration costs two products with the shared A (batched
 into GEMMs across instances) plus O(m d).
 
-API: `prepare` (once per matrix, host float64), `init`, `update` (one
-iteration), `run` (jitted bounded `lax.while_loop`, checks every
-`check_every` iterations, adapts each instance's rho every `adapt_every`).
+API: `prepare` (once per matrix, host float64: the device-side `Shared`
+and the host-side `Basis`), `init`, `update` (one iteration), `run_until` /
+`run` (jitted bounded `lax.while_loop`, checks every `check_every`
+iterations, adapts each instance's rho every `adapt_every`), `refill`
+(continuous batching) and `to_original` (a rotated iterate back to an
+embedding of A). The solver only nominates candidates; whether they prove
+anything is `bottleneck.lp.certificates`' business.
 """
 
 from __future__ import annotations
@@ -57,18 +61,21 @@ class Settings:
   check_every: int = 10  # Certificate checks every this many iterations.
   adapt_every: int = 50  # Per-instance rho adaptation (OSQP rule).
   # In-loop nomination of an infeasible candidate: the dual bound must clear
-  # the threshold over R = check_radius_factor * |x_par| (the float64
-  # certificate, after polishing, needs certificates' radius_factor).
+  # the threshold over R = check_radius_factor * |x_par| (what the float64
+  # certificate then requires is certificates.Policy's business).
   check_radius_factor: float = 10.0
-  radius_factor: float = 1e3  # Certified: no x within this * |x_par|.
 
 
 class Shared(NamedTuple):
-  """The matrix, prepared once and shared by every instance."""
+  """The matrix on device, prepared once and shared by every instance."""
   a_rot: jax.Array  # [N, d] A' = (A / scale) V, columns orthogonal.
   lam: jax.Array  # [d] eigenvalues of A'^T A'.
   colsum: jax.Array  # [d] sum of the rows of A'.
-  v: np.ndarray  # [d, d] float64 eigenvectors (host; x = V x' / scale).
+
+
+class Basis(NamedTuple):
+  """Host-side map from the solver's basis back to A's (x = V x' / scale)."""
+  v: np.ndarray  # [d, d] float64 eigenvectors of A^T A / scale^2.
   scale: float  # Row-norm normalisation of A.
 
 
@@ -89,15 +96,20 @@ class Factors(NamedTuple):
   kappa: jax.Array  # [] Schur complement of t.
 
 
-def prepare(a_nxd, dtype=jnp.float32) -> Shared:
+def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   """Normalises and rotates A once (float64 eigendecomposition on host)."""
   a = np.asarray(a_nxd, np.float64)
   scale = float(np.sqrt(np.mean(np.sum(a * a, axis=1))))
   a = a / scale
   lam, v = np.linalg.eigh(a.T @ a)
   a_rot = a @ v
-  return Shared(jnp.asarray(a_rot, dtype), jnp.asarray(lam, dtype),
-                jnp.asarray(a_rot.sum(axis=0), dtype), v, scale)
+  return (Shared(jnp.asarray(a_rot, dtype), jnp.asarray(lam, dtype),
+                 jnp.asarray(a_rot.sum(axis=0), dtype)), Basis(v, scale))
+
+
+def to_original(basis: Basis, x_rot_d) -> np.ndarray:
+  """A solver iterate (rotated, scaled basis) as a float64 embedding of A."""
+  return basis.v @ np.asarray(x_rot_d, np.float64) / basis.scale
 
 
 def _factors(shared: Shared, a_s, mask, n_rest, rho, s: Settings) -> Factors:
@@ -133,6 +145,11 @@ class Instance(NamedTuple):
   threshold: jax.Array  # []
 
 
+def _rowspace_part(a_s, gram_inv, r):
+  """A_S^T (A_S A_S^T)^{-1} r: the minimum-norm x with A_S x = r."""
+  return a_s.T @ (gram_inv @ r)
+
+
 def _instance(shared: Shared, subset, mask, y, threshold,
               s: Settings) -> Instance:
   n = shared.a_rot.shape[0]
@@ -144,7 +161,7 @@ def _instance(shared: Shared, subset, mask, y, threshold,
   gram = a_s @ a_s.T + jnp.diag(jnp.where(mask, 0.0, 1.0))
   gram_inv = linalg.cho_solve(linalg.cholesky(gram),
                               jnp.eye(a_s.shape[0], dtype=dtype))
-  x_par = a_s.T @ (gram_inv @ y)
+  x_par = _rowspace_part(a_s, gram_inv, y)
   radius = s.check_radius_factor * jnp.linalg.norm(x_par)
   return Instance(a_s, mask, y, in_s, y_full, gram_inv, x_par, radius,
                   jnp.asarray(threshold, dtype))
@@ -227,14 +244,14 @@ def _candidates(shared: Shared, inst: Instance, x, u):
   |x - x_par| <= R, max_R a_j.x >= mu^T A_R x >= v.x_par - R |P_perp v| with
   v = A_R^T mu (P_perp: projection onto the null space of A_S).
   """
-  x_proj = x + inst.a_s.T @ (inst.gram_inv @ (inst.y - inst.a_s @ x))
+  x_proj = x - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ x - inst.y)
   logits = shared.a_rot @ x_proj
   t_up = jnp.max(jnp.where(inst.in_s, -jnp.inf, logits))
   mu = jnp.where(inst.in_s, 0.0, jnp.maximum(u, 0.0))
   total = jnp.sum(mu)
   mu = mu / jnp.where(total > 0, total, 1.0)
   v = shared.a_rot.T @ mu
-  v_perp = v - inst.a_s.T @ (inst.gram_inv @ (inst.a_s @ v))
+  v_perp = v - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ v)
   t_low = jnp.where(total > 0,
                     v @ inst.x_par - inst.radius * jnp.linalg.norm(v_perp),
                     -jnp.inf)

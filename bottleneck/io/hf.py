@@ -1,0 +1,46 @@
+"""Hugging Face model folders: config.json plus safetensors weights.
+
+One reader for every loader of the project (OPMs in `matrices`, GPT-2
+weights in `train.hf_gpt2`): a single `model.safetensors` or a sharded
+`model.safetensors.index.json`. Nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+
+def read_config(directory: str, arg: str) -> dict:
+  """config.json of an HF folder; `arg` names the flag in errors."""
+  path = os.path.join(directory, "config.json")
+  if not os.path.isfile(path):
+    raise ValueError(f"`{arg}` {directory!r} needs a config.json.")
+  with open(path) as f:
+    return json.load(f)
+
+
+def weight_files(directory: str, arg: str) -> dict[str | None, str]:
+  """Tensor name -> safetensors file; {None: file} for a single file."""
+  single = os.path.join(directory, "model.safetensors")
+  index = os.path.join(directory, "model.safetensors.index.json")
+  if os.path.isfile(single):
+    return {None: single}
+  if os.path.isfile(index):
+    with open(index) as f:
+      weight_map = json.load(f)["weight_map"]
+    return {name: os.path.join(directory, file)
+            for name, file in weight_map.items()}
+  raise ValueError(f"`{arg}` {directory!r} has neither model.safetensors "
+                   "nor model.safetensors.index.json.")
+
+
+def read_tensors(directory: str, arg: str) -> dict[str, np.ndarray]:
+  """Every tensor of the folder (all shards), as stored."""
+  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
+  out = {}
+  for path in sorted(set(weight_files(directory, arg).values())):
+    out.update(load_file(path))
+  return out

@@ -1,0 +1,117 @@
+"""Experiments that train models: the runs the report and the colabs need.
+
+Each function trains (or, when the run already finished, instantly resumes)
+under <outdir>/runs/<name> with configs/ presets plus the report's step
+counts, and returns what later analysis reads: workdirs, metrics rows,
+measured numbers. Formatting is the report's business (train/report/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from configs import lowrank, spamlang, thesis
+from train import data, trainer
+
+
+def _short_run(cfg, steps: int, eval_every: int, log_every: int):
+  """The report's overrides: `steps` steps, synchronous checkpoints."""
+  cfg.train.steps, cfg.train.warmup = steps, max(1, steps // 10)
+  cfg.eval_every = cfg.checkpoint_every = eval_every
+  cfg.log_every, cfg.async_checkpoint = log_every, False
+  return cfg
+
+
+def read_metrics(workdir: str) -> list[dict]:
+  """The rows of a run's metrics.jsonl."""
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    return [json.loads(line) for line in f]
+
+
+def val_curve(rows) -> list[tuple[int, float]]:
+  return [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
+
+
+def steps_to(curve, target):
+  """First step (linear interpolation) where the val loss reaches target."""
+  prev = None
+  for step, loss in curve:
+    if loss <= target:
+      if prev is None:
+        return float(step)
+      (s0, l0) = prev
+      return s0 + (step - s0) * (l0 - target) / max(l0 - loss, 1e-12)
+    prev = (step, loss)
+  return None
+
+
+def thesis_config(name: str, steps: int):
+  """A thesis config (e.g. 'model1,cpu') trained for `steps` steps."""
+  return _short_run(thesis.get_config(name), steps, max(1, steps // 4),
+                    max(1, steps // 20))
+
+
+def thesis_run(name: str, steps: int, outdir: str) -> str:
+  """Trains (or finds) <outdir>/runs/<name>; returns the workdir."""
+  workdir = os.path.join(outdir, "runs", name.replace(",", "_"))
+  trainer.train_and_evaluate(thesis_config(name, steps), workdir)
+  return workdir
+
+
+def probe_model_config(steps: int):
+  """The probe subject: Model 1's architecture (width 64) on Shakespeare with
+  a 4096-token BPE, D/V = 1/64, the regime of real LMs (GPT-2: 768/50257);
+  every checkpoint kept for the frequency probe."""
+  cfg = thesis.get_config("model1,cpu")
+  cfg.data.source, cfg.data.tokenizer = "shakespeare", "bpe:4096"
+  cfg.model.vocab_size = 4096
+  cfg = _short_run(cfg, steps, max(1, steps // 4), max(1, steps // 10))
+  cfg.checkpoint_every = max(1, steps // 8)
+  cfg.keep_checkpoints = 1000  # Every checkpoint: the frequency probe.
+  return cfg
+
+
+def probe_model_run(steps: int, outdir: str) -> str:
+  """Trains (or finds) the probe subject under <outdir>/runs/."""
+  workdir = os.path.join(outdir, "runs", "probe_model1_shakespeare_bpe4096")
+  trainer.train_and_evaluate(probe_model_config(steps), workdir)
+  return workdir
+
+
+def lowrank_runs(ranks, steps: int, outdir: str) -> dict[int, list[dict]]:
+  """Seed 002 §3.1: one backbone, heads of rank D; D -> metrics rows."""
+  rows = {}
+  for d in ranks:
+    every = max(1, steps // 10)
+    cfg = _short_run(lowrank.get_config(f"D={d},cpu"), steps, every, every)
+    workdir = os.path.join(outdir, "runs", f"lowrank_D{d}")
+    trainer.train_and_evaluate(cfg, workdir)
+    rows[d] = read_metrics(workdir)
+  return rows
+
+
+def spamlang_runs(vocabs, ranks, steps: int, outdir: str) -> list[dict]:
+  """Seed 002 §3.2: final val loss and next-token accuracy per (V, D)."""
+  from train.probes import subjects  # pylint: disable=g-import-not-at-top
+  rows = []
+  for v in vocabs:
+    for d in ranks:
+      arg = f"V={v},cpu" if d >= 64 else f"V={v},D={d},cpu"
+      cfg = _short_run(spamlang.get_config(arg), steps, steps,
+                       max(1, steps // 5))
+      workdir = os.path.join(outdir, "runs", f"spamlang_V{v}_D{d}")
+      summary = trainer.train_and_evaluate(cfg, workdir)
+      params, mcfg, _ = trainer.load_params(workdir, cfg)
+      subject = subjects.Subject(params, mcfg, None, f"V{v}D{d}", cfg,
+                                 workdir)
+      x, y = data.SpamLangLoader(v, mcfg.block_size, 64,
+                                 cfg.seed + 10**6).batch(0)
+      _, p = subjects.forward(subject, x)
+      acc = float(np.mean(np.argmax(p, axis=1) == y.reshape(-1)))
+      rows.append({"V": v, "D": d,
+                   "final_val_loss": summary["final_val_loss"],
+                   "accuracy": acc})
+  return rows

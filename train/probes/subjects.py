@@ -1,0 +1,113 @@
+"""Probe subjects: a trained model, its tokenizer, and arrays from text.
+
+A `Subject` (params, model config, tokenizer: from a run folder of this
+project's trainer or from real HF GPT-2 weights) turns token windows of some
+text into hidden states H and per-position probabilities (`forward`); the
+probes hand those arrays to the pure functions of bottleneck.gradient /
+encoding / head_stats.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from ml_collections import config_dict
+
+from train import data, model as model_lib
+
+
+@dataclasses.dataclass
+class Subject:
+  params: dict
+  cfg: model_lib.GPTConfig
+  tokenizer: object
+  name: str
+  config: config_dict.ConfigDict | None = None  # Run config (workdir only).
+  workdir: str | None = None
+
+  @property
+  def model(self):
+    return model_lib.GPT(self.cfg)
+
+  def head(self):
+    """(W [V, D], b [V] or None) as float64 numpy."""
+    w = np.asarray(model_lib.head_matrix(self.params, self.cfg), np.float64)
+    b = model_lib.head_bias(self.params, self.cfg)
+    return w, (None if b is None else np.asarray(b, np.float64))
+
+
+def load_subject(workdir: str | None = None, hf_dir: str | None = None):
+  """A trained run (its newest checkpoint) or an HF GPT-2 folder."""
+  if bool(workdir) == bool(hf_dir):
+    raise ValueError("give exactly one of `workdir` and `hf_dir`.")
+  if hf_dir:
+    from train import hf_gpt2, tokenizers  # pylint: disable=g-import-not-at-top
+    params, cfg = hf_gpt2.load(hf_dir)
+    return Subject(params, cfg, tokenizers.load("hf:" + hf_dir),
+                   os.path.basename(os.path.normpath(hf_dir)))
+  from train import completions  # pylint: disable=g-import-not-at-top
+  params, _, cfg, tok, config = completions.load_run(workdir)
+  return Subject(params, cfg, tok, os.path.basename(os.path.normpath(
+      workdir)), config, workdir)
+
+
+def other_source(subject: Subject) -> str:
+  """An out-of-domain text source for a subject (not its training text)."""
+  own = subject.config.data.source if subject.config is not None else ""
+  return "synthetic_stories" if own == "shakespeare" else "shakespeare"
+
+
+def data_config(spec: str, subject: Subject):
+  """`--data`: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
+  ('' = the run's own training source), read with the subject's tokenizer."""
+  base = (subject.config.data.to_dict() if subject.config is not None
+          else {"source": "synthetic_stories", "path": "", "online": False,
+                "val_fraction": 0.05, "cache_dir": "",
+                "synthetic_stories": 4000, "spamlang_vocab": 0, "seed": 0,
+                "tokenizer": subject.tokenizer.name})
+  d = config_dict.ConfigDict(base)
+  if spec:
+    source, _, path = spec.partition(":")
+    d.source, d.path = source, path
+  return d
+
+
+def windows(subject: Subject, spec: str, n_windows: int, split: str = "val",
+            seed: int = 0, length: int | None = None):
+  """Token windows [n, T] (inputs) and their targets from a text source."""
+  d = data_config(spec, subject)
+  if d.source == "spamlang":
+    raise ValueError("`data` must be a text source for the probes.")
+  meta = data.build_shards(d, subject.tokenizer)  # The model's own tokens.
+  tokens = np.memmap(meta[split], dtype=meta["dtype"], mode="r")
+  t = min(length or subject.cfg.block_size, subject.cfg.block_size)
+  loader = data.WindowLoader(tokens, t, n_windows, seed)
+  return loader.batch(0)
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _forward(params, model, x):
+  h = model.apply(params, x, method=model_lib.GPT.hidden)
+  logits = model.apply(params, h, method=model_lib.GPT.head)
+  return h, jax.nn.softmax(logits, axis=-1)
+
+
+def forward(subject: Subject, x, batch: int = 16):
+  """Hidden states [N, D] (float64) and probabilities [N, V] (float32)."""
+  hs, ps = [], []
+  for i in range(0, len(x), batch):
+    h, p = _forward(subject.params, subject.model, jnp.asarray(x[i:i + batch]))
+    hs.append(np.asarray(h, np.float64).reshape(-1, h.shape[-1]))
+    ps.append(np.asarray(p).reshape(-1, p.shape[-1]))
+  return np.concatenate(hs), np.concatenate(ps)
+
+
+def next_token_targets(subject: Subject, x, keep: int = 512) -> np.ndarray:
+  """App. D: a trained model's next-token distributions, top `keep` kept."""
+  _, p = forward(subject, x)
+  return -np.sort(-p, axis=1)[:, :keep]

@@ -1,0 +1,106 @@
+"""Report sections for seed 002 (Godey & Artzi): the gradient bottleneck.
+
+eq. (10) and Figs. 2, 7, 8 on trained heads; §3.1 low-rank heads (Fig. 1);
+§3.2 SpamLang (Fig. 14). The models come from train/experiments.py.
+"""
+
+from __future__ import annotations
+
+from train import experiments
+from train import plots as train_plots
+from train.probes import gradient, subjects
+from train.report.section import Section, figure, probe_subject, table
+
+
+def _subjects(config, outdir):
+  out = [probe_subject(config, outdir)]
+  if config.probes.hf_dir:
+    out.append(subjects.load_subject(hf_dir=config.probes.hf_dir))
+  return out
+
+
+def gradient_bottleneck(config, outdir: str) -> Section:
+  """Seed 002: eq. (10), App. D cosine, Figs. 2, 7, 8 on trained heads."""
+  c = config.probes
+  rows, figs, numbers = [], [], {}
+  for subject in _subjects(config, outdir):
+    x, y = subjects.windows(subject, "", c.windows, "val", config.seed)
+    out, figures = gradient.gradient_probe(subject, x, y)
+    numbers[subject.name] = out
+    rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
+                 "D": subject.cfg.n_embd, "D_over_V": out["D_over_V"],
+                 "tokens": out["tokens"], "norm_ratio": out["norm_ratio"],
+                 "squared_ratio": out["squared_ratio"],
+                 "mean_cosine": out["mean_cosine"]})
+    for name, fig in figures.items():
+      figs.append(figure(fig, outdir, f"{name}_{subject.name}.png"))
+  eff = numbers[rows[0]["model"]]["efficiency"]
+  body = "\n\n".join([
+      "Fraction of the logit-gradient norm in ker(W^T), destroyed before "
+      "it reaches the backbone (eq. 10). `norm_ratio` is eq. 10 itself, "
+      "|P_ker G|_F / |G|_F: **the paper's 95-99% is this norm ratio**; "
+      "`squared_ratio` is its square (the share of squared norm). "
+      "`mean_cosine`: average cos(g_t, P_W g_t) (paper App. D: 0.1-0.2).",
+      table(rows),
+      f"Update efficiency (Fig. 8), loss change after moving the logits by "
+      f"1% of their norm: along the logit gradient "
+      f"{eff['logit_gradient'][2] - eff['loss0']:+.4f}, along grad_H W^T "
+      f"{eff['hidden_gradient'][2] - eff['loss0']:+.4f}.", *figs])
+  return Section("Seed 002: the LM head destroys most of the gradient", body,
+                 numbers)
+
+
+def lowrank_sweep(config, outdir: str) -> Section:
+  """Seed 002 §3.1 / Fig. 1: one backbone, heads of rank D."""
+  c = config.lowrank
+  rows_by_d = experiments.lowrank_runs(c.ranks, c.steps, outdir)
+  curves = {d: experiments.val_curve(rows) for d, rows in rows_by_d.items()}
+  smallest = min(c.ranks)
+  target = curves[smallest][-1][1]
+  rows = []
+  for d in c.ranks:
+    reach = experiments.steps_to(curves[d], target)
+    rows.append({"D": d, "final_val_loss": curves[d][-1][1],
+                 "steps_to_smallest_D_final": reach,
+                 "speedup": (c.steps / reach) if reach else None})
+  body = "\n\n".join([
+      f"Same backbone (width 64, 2 layers), LM head W = A B of rank D, "
+      f"byte-level generated stories (V = 257), {c.steps} steps each. "
+      f"`speedup`: steps the D = {smallest} run took to its final val loss, "
+      "over the steps each D needs to reach it (the paper: x16 at 2B "
+      "scale between D = 32 and 4096).", table(rows),
+      figure(train_plots.curves_figure(
+          {f"D={d}": rows_by_d[d] for d in c.ranks}, "Low-rank heads"),
+             outdir, "lowrank_curves.png")])
+  return Section("Seed 002 Fig. 1: low-rank LM heads (D sweep)", body,
+                 {"rows": rows})
+
+
+def spamlang_sweep(config, outdir: str) -> Section:
+  """Seed 002 §3.2 / Fig. 14: SpamLang final loss and accuracy vs V."""
+  c = config.spamlang
+  rows = experiments.spamlang_runs(c.vocabs, c.ranks, c.steps, outdir)
+  body = "\n\n".join([
+      "SpamLang: every sequence repeats its first token (uniform over V), "
+      "so the next token is always the current one, trivially expressible "
+      f"at any D >= 2 (Prop. 2.4). Tiny model (2 layers, width 64), "
+      f"{c.steps} steps per (V, D); D = 64 is the full-rank head. The paper "
+      "finds the loss rising with V for small D (Fig. 14).", table(rows),
+      figure(_spamlang_figure(rows), outdir, "spamlang.png")])
+  return Section("Seed 002 Fig. 14: SpamLang vs vocabulary size", body,
+                 {"rows": rows})
+
+
+def _spamlang_figure(rows):
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+  for d in sorted({r["D"] for r in rows}):
+    rs = [r for r in rows if r["D"] == d]
+    for ax, key in zip(axes, ("final_val_loss", "accuracy")):
+      ax.plot([r["V"] for r in rs], [r[key] for r in rs], "o-",
+              label=f"D={d}")
+      ax.set_xscale("log")
+      ax.set_xlabel("vocabulary V")
+      ax.set_ylabel(key)
+  axes[0].legend(fontsize=7)
+  return fig

@@ -1,0 +1,56 @@
+"""Report section for seed 003 (Cho et al.): probability encoding.
+
+Table 1, Fig. 3, Algorithm 1 editing (Tables 2/3), Fig. 6 dimension
+removal and Fig. 7 frequency probe, on the report's trained probe model.
+"""
+
+from __future__ import annotations
+
+from train.probes import encoding, subjects
+from train.report.section import Section, figure, probe_subject, table
+
+
+def encoding_section(config, outdir: str) -> Section:
+  """Seed 003: Table 1, Fig. 3, Table 2/3 (editing), Fig. 6, Fig. 7."""
+  c = config.probes
+  subject = probe_subject(config, outdir)
+  x, _ = subjects.windows(subject, "", c.windows, "val", config.seed)
+  x_id, _ = subjects.windows(subject, "", c.windows, "val", config.seed + 1)
+  x_ood, _ = subjects.windows(subject, subjects.other_source(subject), c.windows,
+                            "val", config.seed)
+  enc, f_enc = encoding.encoding_probe(subject, x)
+  edit, f_edit = encoding.edit_probe(subject, x, x_id, x_ood,
+                                   tokens=c.edit_tokens, seed=config.seed)
+  prune, f_prune = encoding.prune_probe(subject, x, x_ood)
+  freq, f_freq = encoding.frequency_probe(subject)
+  figs = [figure(f, outdir, f"{n}.png") for n, f in
+          {**f_enc, **f_edit, **f_prune, **f_freq}.items()]
+  sal, adv = prune["saliency"], prune["adversarial"]
+  first = next((r for r in freq["rows"] if r["adj_r2"] > 0.5), None)
+  body = "\n\n".join([
+      f"Subject: {subject.name} (V = {enc['V']}, D = {enc['D']}, untied "
+      "head with bias; the bias enters the MLR as the h = 1 dimension).",
+      "**Table 1** (adj. R^2 of -log alpha on the output embeddings; paper "
+      "GPT-2 0.892):", table([{k: enc[k] for k in (
+          "adj_r2", "adj_r2_without_bias", "random_adj_r2",
+          "shuffled_adj_r2", "adj_r2_input_embeddings",
+          "top_pc_abs_spearman", "median_dim_abs_spearman") if k in enc}]),
+      f"**Algorithm 1** ({c.edit_tokens} tokens, scales "
+      "1..20 up and down; e = |ln r - ln r_hat|; unedited error "
+      f"{edit['unedited_error']:.2f}; paper GPT-2 b=2: e_local 0.19):",
+      table(edit["table"]),
+      "Editing needs eq. (2)'s approximations (concentrated logits, "
+      "-log E[p] ~ E[-log p]); where they fail the MLR slopes are not "
+      "-E[h] and edits undershoot. The row 'A = -E[h]' (ours) uses eq. "
+      "(1)'s direction directly.",
+      f"**Dimension removal** (Fig. 6), KL at 30% / 50% removed: saliency "
+      f"order {sal[3]:.3g} / {sal[5]:.3g}, adversarial {adv[3]:.3g} / "
+      f"{adv[5]:.3g}.",
+      "**Frequency probe** (Fig. 7): adj. R^2 of -log corpus frequency "
+      "first exceeds 0.5 at step "
+      f"{first['step'] if first else 'never'} (head convergence rate then "
+      f"{first['conv_head'] if first else float('nan'):.2f}).",
+      table(freq["rows"]), *figs])
+  return Section("Seed 003: probability encoding in output embeddings", body,
+                 {"encoding": enc, "edit": edit, "prune": prune,
+                  "frequency": freq})
