@@ -192,7 +192,9 @@ def m_star(N, d, threshold: float = 0.99, form: str = "exact") -> np.ndarray:
     raise ValueError("m* needs d >= 5 and N >= 2 so that m = 1 is in the "
                      f"domain 1 <= m < min(d - 3, N); got N={N_arr}, d={d_arr}.")
   shape = N_arr.shape
-  n_flat = jnp.asarray(N_arr.ravel(), jnp.int32)
+  # N as a float: vocabularies >= 2^31 overflow int32 (x64 off); the forms
+  # only use N - m in floating point anyway. d stays an exact integer.
+  n_flat = _float(N_arr.ravel().astype(np.float64))
   d_flat = jnp.asarray(d_arr.ravel(), jnp.int32)
   log_thr = np.log(threshold)
   result = np.full(n_flat.shape, -1)

@@ -83,8 +83,9 @@ def finite_array(name: str, array, ndim: int | None = None) -> np.ndarray:
         f"`{name}` must have {ndim} dimensions; got shape {arr.shape}.")
   if arr.size == 0:
     raise ValueError(f"`{name}` must not be empty; got shape {arr.shape}.")
-  if not np.issubdtype(arr.dtype, np.number):
-    raise ValueError(f"`{name}` must be numeric; got dtype {arr.dtype}.")
+  if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+    raise ValueError(f"`{name}` must be real-valued numbers; got dtype "
+                     f"{arr.dtype}.")
   if not np.all(np.isfinite(arr)):
     bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
     raise ValueError(f"`{name}` must be finite; it has {bad} NaN/inf entries.")

@@ -181,7 +181,8 @@ def simulate(N: int, d: int, m_values, trials: int, seed: int = 0,
     count); default keeps one ROW_BLOCK x d block per trial under ~1 GB.
   devices: devices to shard the trial axis over (default: all).
   """
-  N, d, m_values = check_args(N, d, m_values, trials, method, chunk or 1)
+  N, d, m_values = check_args(N, d, m_values, trials, method,
+                              1 if chunk is None else chunk)
   mesh = sharding.batch_mesh(devices)
   n_dev = mesh.devices.size
   if chunk is None:

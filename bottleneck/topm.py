@@ -15,7 +15,9 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 
 from __future__ import annotations
 
+import os
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from bottleneck.lp import admm, certificates, exact, stream
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
-           "sweep", "m_star_search"]
+           "sweep", "MStar", "m_star_search"]
 
 
 def solve(a, instances, settings: admm.Settings = admm.Settings(),
@@ -40,6 +42,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   """
   if not instances:
     return []
+  checks.positive_int("batch", batch)
   a64 = checks.finite_array("matrix", a, ndim=2).astype(np.float64)
   facts = certificates.MatrixFacts(a64)
   d = a64.shape[1]
@@ -98,7 +101,12 @@ def _verify(facts, inst: Instance, claim, x, mu, policy, delta):
 
 
 def summarize(m_values, details_per_m) -> list[dict]:
-  """One record per m: counts of each verdict and the feasible fraction."""
+  """One record per m: counts of each verdict and the feasible fraction.
+
+  `fraction` (= `fraction_lower`) counts undecided instances as not
+  selectable, `fraction_upper` as selectable: the true fraction of these
+  subsets lies between the two.
+  """
   out = []
   for m, details in zip(m_values, details_per_m):
     counts = {v: sum(x["verdict"] == v for x in details)
@@ -106,6 +114,8 @@ def summarize(m_values, details_per_m) -> list[dict]:
     decided = counts["feasible"] + counts["infeasible"]
     out.append({"m": m, "trials": len(details), **counts,
                 "fraction": counts["feasible"] / len(details),
+                "fraction_upper": (counts["feasible"] + counts["undecided"])
+                                  / len(details),
                 "fraction_of_decided": (counts["feasible"] / decided
                                         if decided else None),
                 "trials_detail": details})
@@ -118,6 +128,7 @@ def sweep(a, m_values, trials: int, problem: str = "logits", seed: int = 0,
   """Figure-1-style curve: `trials` random subsets for each m."""
   eps, delta = prescribed.check_eps_delta(eps, delta)
   a = np.asarray(a)
+  _check_memory(checks.positive_int("trials", trials), m_values)
   rng = np.random.default_rng(seed)
   per_m = [make_instances(a.shape[0], m, trials, problem, rng, eps, delta,
                           targets, subsets) for m in m_values]
@@ -127,40 +138,72 @@ def sweep(a, m_values, trials: int, problem: str = "logits", seed: int = 0,
                               for i in range(len(m_values))])
 
 
+class MStar(NamedTuple):
+  """LP m* of a matrix, bracketed by how undecided instances are counted."""
+  lower: int  # Undecided counted as not selectable (a certified m*).
+  upper: int  # Undecided counted as selectable.
+  probes: list  # (m, fraction, undecided) per probe, in the order run.
+
+
+def _check_memory(trials: int, m_values) -> None:
+  """Fails fast when the instances and their per-trial details (kept for
+  the output) cannot fit in memory, instead of allocating until killed."""
+  need = trials * sum(2048 + 48 * m for m in m_values)  # Bytes, generous.
+  try:
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  except (ValueError, OSError, AttributeError):
+    return
+  if need > have // 2:
+    raise ValueError(
+        f"`trials` = {trials} over {len(m_values)} m values needs about "
+        f"{need / 2**30:.1f} GiB for the instances and their details; this "
+        f"machine has {have / 2**30:.1f} GiB. Lower `trials` or split the "
+        "sweep.")
+
+
 def m_star_search(a, trials: int, problem: str = "logits", seed: int = 0,
-                  threshold: float = 0.99, **solve_kwargs):
+                  threshold: float = 0.99, **solve_kwargs) -> MStar:
   """Largest m whose `trials` random subsets are selectable at >= threshold.
 
-  Integer bisection on m (fresh subsets at every probe), all probes padded to
-  one m so the solver compiles once. Returns (m*, probes), probes being
-  (m, fraction, undecided) in the order evaluated; m* = 0 if m = 1 fails.
+  Integer bisection on m (fresh subsets at every new probe), all probes
+  padded to one m so the solver compiles once; run once counting undecided
+  instances as failures (`lower`) and once as successes (`upper`, reusing
+  the probes already made). m* = 0 if m = 1 fails.
   """
   a = np.asarray(a)
   n, d = a.shape
   rng = np.random.default_rng(seed)
-  hi = min(d - 1, n - 1, max(2, d // 2))
-  probes = []
+  first_hi = min(d - 1, n - 1, max(2, d // 2))
+  probes, seen = [], {}
 
-  def ok(m):
-    details = solve(a, make_instances(n, m, trials, problem, rng),
-                    m_pad=hi, **solve_kwargs)
-    frac = np.mean([x["verdict"] == "feasible" for x in details])
-    probes.append((m, float(frac),
-                   sum(x["verdict"] == "undecided" for x in details)))
-    return frac >= threshold
+  def fractions(m):  # (lower, upper) fraction at m; each m is probed once.
+    if m not in seen:
+      details = solve(a, make_instances(n, m, trials, problem, rng),
+                      m_pad=first_hi, **solve_kwargs)
+      feasible = sum(x["verdict"] == "feasible" for x in details)
+      undecided = sum(x["verdict"] == "undecided" for x in details)
+      seen[m] = (feasible / trials, (feasible + undecided) / trials)
+      probes.append((m, seen[m][0], undecided))
+    return seen[m]
 
-  if not ok(1):
-    return 0, probes
-  if ok(hi):  # Rare: widen once to the largest m with full row rank.
-    lo, hi = hi, min(d - 1, n - 1)
-    if ok(hi):
-      return hi, probes
-  else:
-    lo = 1
-  while hi - lo > 1:
-    mid = (lo + hi) // 2
-    lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-  return lo, probes
+  def bisect(side):
+    ok = lambda m: fractions(m)[side] >= threshold
+    if not ok(1):
+      return 0
+    hi = first_hi
+    if ok(hi):  # Rare: widen once to the largest m with full row rank.
+      lo, hi = hi, min(d - 1, n - 1)
+      if ok(hi):
+        return hi
+    else:
+      lo = 1
+    while hi - lo > 1:
+      mid = (lo + hi) // 2
+      lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+  lower = bisect(0)
+  return MStar(lower, bisect(1), probes)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,18 @@ class HFGPT2Test(absltest.TestCase):
       json.dump(CFG, f)
     with self.assertRaisesRegex(ValueError, "model.safetensors"):
       hf_gpt2.load(folder)
+    save_file(random_gpt2(), os.path.join(folder, "model.safetensors"))
+    hf_gpt2.load(folder)  # Consistent: loads.
+    for key, value in (("n_embd", CFG["n_embd"] * 2),
+                       ("vocab_size", CFG["vocab_size"] + 1)):
+      with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(dict(CFG, **{key: value}), f)
+      with self.assertRaisesRegex(ValueError, "has shape .* implies"):
+        hf_gpt2.load(folder)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+      json.dump({k: v for k, v in CFG.items() if k != "n_layer"}, f)
+    with self.assertRaisesRegex(ValueError, "lacks the integer field"):
+      hf_gpt2.load(folder)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import numpy as np
 from scipy import optimize
 
 from bottleneck import topm
+from bottleneck.io import matrices
 from bottleneck.lp import admm, certificates, instances
 from bottleneck.lp import exact as lp_exact
 
@@ -35,6 +36,17 @@ def _instances(a, m_values, trials, problem, seed):
   rng = np.random.default_rng(seed)
   return [it for m in m_values
           for it in topm.make_instances(a.shape[0], m, trials, problem, rng)]
+
+
+def _ill_conditioned(n, d, seed=0):
+  """Columns scaled over 4 decades: cond(A) ~ 1e4."""
+  a = _matrix(n, d, seed)
+  return a * np.logspace(0, 4, d)[None, :]
+
+
+def _trained(n, d):
+  """Rows and columns of MiniLM's trained embedding matrix (a real OPM)."""
+  return matrices.load("minilm").array[:n, :d].astype(np.float64)
 
 
 class AgreementTest(parameterized.TestCase):
@@ -107,6 +119,24 @@ class AgreementTest(parameterized.TestCase):
       truth = _linprog_t(a, it.subset, it.y) < 1.0
       self.assertEqual(det["verdict"] == "feasible", truth)
 
+  def test_m_star_search_brackets_and_bisection(self):
+    a = _matrix(800, 24, 9)
+    res = topm.m_star_search(a, 6, settings=admm.Settings(max_iters=60),
+                             batch=8)
+    self.assertLessEqual(res.lower, res.upper)
+    lower = {m: f for m, f, _ in res.probes}
+    upper = {m: f + u / 6 for m, f, u in res.probes}
+    # Bisection invariant, read off its own probes: m* passes, m* + 1 fails.
+    for m_star, frac in ((res.lower, lower), (res.upper, upper)):
+      self.assertGreaterEqual(frac[m_star], 0.99)
+      self.assertLess(frac[m_star + 1], 0.99)
+    # With HiGHS settling every undecided instance the brackets meet, at
+    # linprog's answer for the probed subsets.
+    exact = topm.m_star_search(a, 6, settings=admm.Settings(max_iters=60),
+                               batch=8, exact_fallback=True)
+    self.assertEqual(exact.lower, exact.upper)
+    self.assertTrue(all(u == 0 for _, _, u in exact.probes))
+
   def test_lp_exact_matches_linprog(self):
     a = _matrix(1000, 40, 11)
     for it in _instances(a, (5, 12), 2, "logits", 4):
@@ -144,11 +174,6 @@ class CertificateTest(absltest.TestCase):
                                          self.hard.y, mu, 1.0)
     self.assertTrue(cert["ok"])
     self.assertGreater(cert["radius_over_x_par"], 1e6)
-    # Independent check of the bound: every LP-optimal x obeys it.
-    v = self.a.T @ mu
-    self.assertGreaterEqual(np.max(np.delete(self.a @ sol["x"],
-                                             self.hard.subset)) + 1e-9,
-                            v @ sol["x"])
     rng = np.random.default_rng(2)
     noisy = mu + 1e-3 * rng.random(mu.size)
     noisy[self.hard.subset] = 0
@@ -163,12 +188,68 @@ class CertificateTest(absltest.TestCase):
     self.assertFalse(certificates.check_infeasible(
         self.a, self.easy.subset, self.easy.y, easy["mu"], 1.0)["ok"])
 
+  def test_global_certificate_against_linprog(self):
+    """The verified dual value is a lower bound of t* (weak duality, any x)
+    and equals linprog's t* at a vertex (strong duality)."""
+    for seed, (n, d, a) in enumerate(((1000, 40, self.a),
+                                      (600, 24, _ill_conditioned(600, 24)),
+                                      (3000, 48, _trained(3000, 48)))):
+      rng = np.random.default_rng(seed)
+      checked = 0
+      for it in topm.make_instances(n, 16, 6, "logits", rng):
+        sol = lp_exact.solve(a, it.subset, it.y)
+        t_star = _linprog_t(a, it.subset, it.y)
+        mu = certificates.polish(a, it.subset, sol["mu"], sol["x"])
+        cert = certificates.check_infeasible_global(a, it.subset, it.y, mu,
+                                                    min(t_star, 1.0))
+        if t_star < 1.0:  # Feasible: no certificate may claim t* >= 1.
+          self.assertFalse(certificates.check_infeasible_global(
+              a, it.subset, it.y, mu, 1.0)["ok"])
+          continue
+        self.assertTrue(cert["ok"], cert)
+        self.assertLessEqual(cert["t_lower"], t_star + 1e-9)
+        self.assertAlmostEqual(cert["dual_value"], t_star, places=6)
+        checked += 1
+      self.assertGreater(checked, 0)
+
+  def test_global_certificate_rejects_tampering(self):
+    sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)
+    mu = certificates.polish(self.a, self.hard.subset, sol["mu"], sol["x"])
+    check = lambda m, thr=1.0: certificates.check_infeasible_global(
+        self.a, self.hard.subset, self.hard.y, m, thr)["ok"]
+    self.assertTrue(check(mu))
+    self.assertFalse(check(mu, thr=sol["t"] + 1e-3))  # Above t*: impossible.
+    on_s = mu.copy()
+    on_s[self.hard.subset[0]] = 0.1
+    self.assertFalse(check(on_s))
+    self.assertFalse(check(-mu))
+    rand = np.random.default_rng(4).random(mu.size) * (mu > 0)[
+        np.random.default_rng(5).permutation(mu.size)]
+    rand[self.hard.subset] = 0
+    self.assertFalse(check(rand))
+
   def test_probabilities_checked(self):
     rng = np.random.default_rng(3)
     it = topm.make_instances(1000, 3, 1, "probs", rng)[0]
     det = topm.solve(self.a, [it], batch=1)[0]
     self.assertEqual(det["verdict"], "feasible")
     self.assertLess(det["rest_mass"], 0.1)
+    # The probability check itself rejects: other targets, or a delta the
+    # measured mass does not meet (its rounding bound must also hold).
+    sol = lp_exact.solve(self.a, it.subset, it.y)
+    x = sol["x"]
+    good = certificates.check_probabilities(self.a, it.subset, x, it.p,
+                                            it.scale, 0.1)
+    self.assertTrue(good["ok"], good)
+    self.assertGreaterEqual(good["ratio_rel_error_bound"],
+                            good["ratio_rel_error"])
+    self.assertGreaterEqual(good["rest_mass_bound"], good["rest_mass"])
+    other_p = it.p[::-1] if not np.allclose(it.p, it.p[::-1]) else it.p * [
+        1, 2, 3]
+    self.assertFalse(certificates.check_probabilities(
+        self.a, it.subset, x, other_p, it.scale, 0.1)["ok"])
+    self.assertFalse(certificates.check_probabilities(
+        self.a, it.subset, x, it.p, it.scale, good["rest_mass"] / 2)["ok"])
 
 
 class TransformTest(absltest.TestCase):

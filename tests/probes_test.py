@@ -53,11 +53,9 @@ class ProbesTest(absltest.TestCase):
       self.assertNotEmpty(figures)
     grad, _ = registry.run("gradient", workdir=self.run_dir, n_windows=4)
     self.assertTrue(0.0 < grad["norm_ratio"] < 1.0)
-    self.assertAlmostEqual(grad["squared_ratio"], grad["norm_ratio"]**2,
-                           places=6)
     freq, _ = registry.run("frequency", workdir=self.run_dir)
     self.assertEqual([r["step"] for r in freq["rows"]], [0, 8, 16, 24])
-    self.assertEqual(freq["rows"][-1]["conv_head"], 1.0)
+    self.assertEqual(freq["rows"][0]["conv_head"], 0.0)  # Initialisation.
 
   def test_hf_folder_subject(self):
     folder = self.create_tempdir().full_path

@@ -1,7 +1,8 @@
 """Checkpoints (orbax CheckpointManager) and the workdir's config contract.
 
-A run's workdir holds config.json (written at its first start) and
-checkpoints/<step>/{state, data}. Restarting with the same command resumes
+A run's workdir holds config.json (written once its first checkpoint
+exists), checkpoints/<step>/{state, data} and, while a trainer runs, a lock
+file naming its process. Restarting with the same command resumes
 from the newest finished checkpoint; orbax writes each one to a temporary
 folder and renames it when complete, so a killed run leaves only finished
 checkpoints behind. A checkpoint that cannot be restored, or a workdir made
@@ -13,12 +14,19 @@ from __future__ import annotations
 import json
 import os
 
+import socket
+
 import jax
 import orbax.checkpoint as ocp
 
-# Config entries that must match to resume (the rest, e.g. steps, may change).
+from bottleneck.io import cli, hf
+
+# Config entries that must match to resume (the rest, e.g. steps, may
+# change): the model, and everything that changes the token stream.
 COMPATIBLE_KEYS = ("model", "data.source", "data.tokenizer", "data.path",
-                   "train.batch_size", "seed")
+                   "data.seed", "data.synthetic_stories", "data.val_fraction",
+                   "data.spamlang_vocab", "train.batch_size", "seed")
+LOCK = "trainer.lock"
 
 
 class CheckpointError(ValueError):
@@ -32,21 +40,76 @@ def _get(cfg: dict, dotted: str):
 
 
 def check_workdir(workdir: str, config_dict: dict) -> None:
-  """Writes config.json, or checks that the existing one is compatible."""
-  os.makedirs(workdir, exist_ok=True)
+  """Checks that an existing config.json is compatible with this run."""
+  cli.writable_dir("workdir", workdir)
   path = os.path.join(workdir, "config.json")
   if os.path.isfile(path):
-    with open(path) as f:
-      saved = json.load(f)
+    saved = hf.read_json(path, "workdir")
     for key in COMPATIBLE_KEYS:
       if _get(saved, key) != _get(config_dict, key):
         raise CheckpointError(
             f"workdir {workdir!r} was created with {key}="
             f"{_get(saved, key)!r}, this run has {_get(config_dict, key)!r}: "
             "incompatible. Use a new --workdir (or the original config).")
+
+
+def write_config(workdir: str, config_dict: dict) -> None:
+  """config.json, atomically (called once the first checkpoint exists)."""
+  path = os.path.join(workdir, "config.json")
   with open(path + ".tmp", "w") as f:
     json.dump(config_dict, f, indent=1, sort_keys=True)
   os.replace(path + ".tmp", path)
+
+
+class WorkdirLock:
+  """One trainer per workdir: a lock file with the holder's pid and host.
+
+  A lock left by a process that no longer runs on this host is stale and
+  taken over; one held by a live process (or another host) is an error.
+  """
+
+  def __init__(self, workdir: str):
+    self.path = os.path.join(workdir, LOCK)
+    self.me = {"pid": os.getpid(), "host": socket.gethostname()}
+
+  def _alive(self, holder: dict) -> bool:
+    if holder.get("host") != self.me["host"]:
+      return True  # Cannot tell: assume it runs.
+    try:
+      os.kill(int(holder.get("pid", -1)), 0)
+    except (ProcessLookupError, ValueError):
+      return False
+    except PermissionError:
+      return True
+    return True
+
+  def __enter__(self):
+    for _ in range(2):
+      try:
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+      except FileExistsError:
+        try:
+          with open(self.path) as f:
+            holder = json.load(f)
+        except (OSError, json.JSONDecodeError):
+          holder = {}
+        if self._alive(holder):
+          raise CheckpointError(
+              f"workdir {os.path.dirname(self.path)!r} is in use by pid "
+              f"{holder.get('pid')} on {holder.get('host')} (lock "
+              f"{self.path}); delete the lock if that run is gone.") from None
+        os.remove(self.path)  # Stale: its process is gone.
+        continue
+      with os.fdopen(fd, "w") as f:
+        json.dump(self.me, f)
+      return self
+    raise CheckpointError(f"could not take the lock {self.path}.")
+
+  def __exit__(self, *exc):
+    try:
+      os.remove(self.path)
+    except FileNotFoundError:
+      pass
 
 
 class Checkpointer:

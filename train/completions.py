@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from ml_collections import config_dict
 
+from bottleneck.io import hf
 from train import data, generate, model as model_lib, trainer
 
 
@@ -15,8 +15,7 @@ def load_run(workdir: str):
   path = os.path.join(workdir, "config.json")
   if not os.path.isfile(path):
     raise ValueError(f"`workdir` {workdir!r} has no config.json (not a run).")
-  with open(path) as f:
-    config = config_dict.ConfigDict(json.load(f))
+  config = config_dict.ConfigDict(hf.read_json(path, "workdir"))
   if config.data.source == "spamlang":
     raise ValueError(f"`workdir` {workdir!r} is a SpamLang run: no text.")
   params, cfg, _ = trainer.load_params(workdir, config)

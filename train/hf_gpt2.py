@@ -9,6 +9,9 @@ same way. Weights are read with safetensors (never unpickled); a sharded
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -20,6 +23,11 @@ _ACTIVATIONS = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
 
 
 def config_from_hf(hf_config: dict) -> model_lib.GPTConfig:
+  missing = [k for k in ("vocab_size", "n_layer", "n_head", "n_embd")
+             if not isinstance(hf_config.get(k), int)]
+  if missing:
+    raise ValueError(f"`config.json` lacks the integer field(s) {missing} "
+                     "of a GPT-2 config.")
   act = hf_config.get("activation_function", "gelu_new")
   if act not in _ACTIVATIONS:
     raise ValueError(f"`config.json` activation_function {act!r} is not "
@@ -70,6 +78,16 @@ def load(directory: str):
                  "c_proj": dense(f"{p}.attn.c_proj")},
         "mlp": {"c_fc": dense(f"{p}.mlp.c_fc"),
                 "c_proj": dense(f"{p}.mlp.c_proj")}}
+  expected = jax.eval_shape(lambda: model_lib.init_params(cfg))
+  for path, want in jax.tree_util.tree_leaves_with_path(expected):
+    got = functools.reduce(lambda t, k: t[k.key], path, {"params": params})
+    if tuple(got.shape) != tuple(want.shape):
+      name = "/".join(k.key for k in path[1:])
+      raise ValueError(
+          f"`hf_dir` {directory!r}: tensor {name} has shape "
+          f"{tuple(got.shape)} but config.json (n_embd={cfg.n_embd}, "
+          f"vocab_size={cfg.vocab_size}, n_positions={cfg.block_size}) "
+          f"implies {tuple(want.shape)}.")
   head = w.get("lm_head.weight")
   if head is not None and not np.array_equal(head, w["wte.weight"]):
     raise ValueError("`hf_dir` has an lm_head.weight different from wte: "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import numpy as np
 import optax
 
 SCHEDULES = ("cosine", "wsd", "constant")
@@ -13,6 +14,11 @@ def schedule(t) -> optax.Schedule:
   if t.schedule not in SCHEDULES:
     raise ValueError(f"`train.schedule` must be one of {SCHEDULES}; got "
                      f"{t.schedule!r}.")
+  if not (np.isfinite(t.lr) and t.lr > 0):
+    raise ValueError(f"`train.lr` must be a finite number > 0; got {t.lr}.")
+  if not 0.0 <= t.min_lr_ratio <= 1.0:
+    raise ValueError("`train.min_lr_ratio` must be in [0, 1]; got "
+                     f"{t.min_lr_ratio}.")
   if not 0 <= t.warmup < t.steps:
     raise ValueError(f"`train.warmup` must be in [0, steps={t.steps}); got "
                      f"{t.warmup}.")

@@ -13,6 +13,7 @@ import json
 
 from absl import flags
 
+from bottleneck import checks
 from bottleneck.io import cli
 
 FLAGS = flags.FLAGS
@@ -40,6 +41,7 @@ def main(argv):
   sampling = dict(temperature=FLAGS.temperature, top_k=FLAGS.top_k,
                   top_p=FLAGS.top_p, seed=FLAGS.seed)
   if FLAGS.story_completion:
+    checks.positive_int("n", FLAGS.n)
     table = completions.story_table(workdirs, FLAGS.n, cli.parse_int_list(
         "tokens", FLAGS.tokens), **sampling)
     print(table)

@@ -72,9 +72,21 @@ def _byte() -> Tokenizer:
   return Tokenizer("byte", 257, 256, encode, decode)
 
 
+# Any one of these sets makes a folder loadable by AutoTokenizer offline.
+_HF_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"),
+                       ("vocab.txt",), ("tokenizer.model",),
+                       ("spiece.model",))
+
+
 def _hf(directory: str) -> Tokenizer:
   if not os.path.isdir(directory):
     raise ValueError(f"`data.tokenizer` hf:{directory!r} is not a folder.")
+  if not any(all(os.path.isfile(os.path.join(directory, f)) for f in files)
+             for files in _HF_TOKENIZER_FILES):
+    raise ValueError(
+        f"`data.tokenizer` hf:{directory!r} has no tokenizer files (looked "
+        f"for one of {[' + '.join(f) for f in _HF_TOKENIZER_FILES]}); copy "
+        "the model's tokenizer into the folder.")
   from transformers import AutoTokenizer  # pylint: disable=g-import-not-at-top
   tok = AutoTokenizer.from_pretrained(directory, local_files_only=True)
   eot = tok.eos_token_id if tok.eos_token_id is not None else (

@@ -27,7 +27,7 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from bottleneck import sharding
+from bottleneck import checks, sharding
 from train import checkpoint, data, model as model_lib, optim
 from train.probes import hooks
 
@@ -78,8 +78,19 @@ def train_step(state: TrainState, x_abt, y_abt, *, model, tx, seed: int,
   grads = jax.tree.map(lambda g: g / n, grads)
   updates, opt_state = tx.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
-  metrics = {"loss": loss / n, "grad_norm": optax.tree.norm(grads)}
+  grad_norm = optax.tree.norm(grads)
+  # One flag the loop checks every step: a non-finite loss, gradient or
+  # update stops the run before anything non-finite is saved.
+  finite = (jnp.isfinite(loss) & jnp.isfinite(grad_norm) &
+            jnp.isfinite(optax.tree.norm(params)))
+  metrics = {"loss": loss / n, "grad_norm": grad_norm, "finite": finite}
   return TrainState(state.step + 1, params, opt_state), metrics
+
+
+def all_finite(tree) -> jax.Array:
+  """True iff every leaf of `tree` is finite (one fused reduction)."""
+  return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                            for x in jax.tree.leaves(tree)]))
 
 
 def eval_loss(params, x, y, *, model):
@@ -199,11 +210,33 @@ class MetricsLog:
       return [json.loads(line) for line in f if line.strip()]
 
 
+def check_config(config) -> None:
+  """Counts and periods that would divide by zero or never fire."""
+  for key in ("eval_every", "log_every", "checkpoint_every", "eval_batches",
+              "keep_checkpoints"):
+    checks.positive_int(key, config[key])
+  for key in ("steps", "batch_size", "grad_accum"):
+    checks.positive_int(f"train.{key}", config.train[key])
+  optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
+
+
 def train_and_evaluate(config, workdir: str) -> dict:
-  """Trains (or resumes) the run in `workdir`; returns a summary dict."""
+  """Trains (or resumes) the run in `workdir`; returns a summary dict.
+
+  One trainer per workdir (a lock file); config.json is written once the
+  first checkpoint of the run exists; a non-finite loss, gradient or update
+  stops the run (FloatingPointError) before anything non-finite is saved.
+  """
+  check_config(config)
   lead = jax.process_index() == 0
-  if lead:
-    checkpoint.check_workdir(workdir, config.to_dict())
+  if not lead:
+    return _train(config, workdir, lead)
+  checkpoint.check_workdir(workdir, config.to_dict())
+  with checkpoint.WorkdirLock(workdir):
+    return _train(config, workdir, lead)
+
+
+def _train(config, workdir: str, lead: bool) -> dict:
   tr = Trainer(config)
   train_loader, val_loader, _ = data.make_loaders(
       config, jax.process_index(), jax.process_count())
@@ -212,6 +245,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
   start = ckpt.latest_step() or 0
   if start:
     state, _ = ckpt.restore(start, tr.restore_target())
+    if not bool(jax.jit(all_finite)(state)):
+      raise ValueError(f"`workdir` {workdir!r}: the checkpoint of step "
+                       f"{start} holds non-finite values (corrupted); move "
+                       "it away to resume from an earlier one.")
   else:
     state = tr.init_fn()
   log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
@@ -222,10 +259,20 @@ def train_and_evaluate(config, workdir: str) -> dict:
   peak = tr.peak_flops()
   schedule = optim.schedule(config.train)
   t_last, steps_timed, t_total = None, 0, 0.0
+  wrote_config = False
   for step in range(start, steps):
     xb, yb = tr.global_batch(*train_loader.batch(step))
     state, metrics = tr.step_fn(state, xb, yb)
     done = step + 1
+    if not bool(metrics["finite"]):
+      ckpt.close()
+      raise FloatingPointError(
+          f"training diverged at step {done}: the loss, gradients or "
+          f"parameters are not finite (loss {float(metrics['loss'])}, "
+          f"grad_norm {float(metrics['grad_norm'])}, lr "
+          f"{float(schedule(step)):.3g}). Nothing non-finite was saved; the "
+          f"newest checkpoint in {workdir!r} is step "
+          f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
     row = {"step": done}
     if done % config.log_every == 0 or done == steps:
       metrics = jax.device_get(metrics)
@@ -257,6 +304,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
       log.write(row)
     if done % config.checkpoint_every == 0 or done == steps:
       ckpt.save(done, state, train_loader.position(done))
+      if lead and not wrote_config:
+        ckpt.manager.wait_until_finished()
+        checkpoint.write_config(workdir, config.to_dict())
+        wrote_config = True
   ckpt.close()
   summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
              "workdir": workdir}
@@ -272,9 +323,9 @@ def train_and_evaluate(config, workdir: str) -> dict:
 def load_params(workdir: str, config=None):
   """(params, GPTConfig) of the newest checkpoint in a workdir (read-only)."""
   if config is None:
-    with open(os.path.join(workdir, "config.json")) as f:
-      from ml_collections import config_dict  # pylint: disable=g-import-not-at-top
-      config = config_dict.ConfigDict(json.load(f))
+    from ml_collections import config_dict  # pylint: disable=g-import-not-at-top
+    config = config_dict.ConfigDict(checkpoint.hf.read_json(
+        os.path.join(workdir, "config.json"), "workdir"))
   tr = Trainer(config)
   ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints, False)
   step = ckpt.latest_step()

@@ -7,7 +7,6 @@
 import sys
 
 from absl import flags
-import numpy as np
 
 from bottleneck import topm
 from bottleneck.io import cli, matrices
@@ -24,7 +23,8 @@ def define_flags():
   flags.DEFINE_enum("problem", "logits", topm.PROBLEMS,
                     "Which LP (see bottleneck/lp/instances.py).")
   flags.DEFINE_integer("seed", 0, "Seed of the matrix and the subsets.")
-  flags.DEFINE_string("subsets", None, "npy:PATH of a trials x m index array.")
+  flags.DEFINE_string("subsets", None, "npy:PATH of a trials x m index array "
+                      "(m is its width; --m may be left out).")
   flags.DEFINE_string("targets", None, "npy:PATH of probability vectors "
                       "(rows) for --problem=natural.")
   flags.DEFINE_float("eps", 0.05, "Logit gap of Prop. 2 (paper: 0.05).")
@@ -45,17 +45,19 @@ def main(argv):
   subsets = targets = None
   trials = f.trials
   if f.subsets:
-    subsets = np.load(f.subsets.removeprefix("npy:"), allow_pickle=False)
-    if subsets.ndim != 2 or len(m_values) != 1 or subsets.shape[1] != \
-        m_values[0]:
-      raise ValueError("`subsets` must be a trials x m .npy of indices with "
-                       "one --m equal to its width.")
-    trials = subsets.shape[0]
+    subsets = matrices.read_npy(f.subsets.removeprefix("npy:"), "subsets")
+    if subsets.ndim != 2:
+      raise ValueError(f"`subsets` must be a trials x m array of indices; "
+                       f"got shape {subsets.shape}.")
+    if f["m"].present and m_values != [subsets.shape[1]]:
+      raise ValueError(f"`m` ({f.m}) must be the width of `subsets` "
+                       f"({subsets.shape[1]}), or left out.")
+    m_values, trials = [subsets.shape[1]], subsets.shape[0]
   if f.problem == "natural":
     if not f.targets:
       raise ValueError("`targets` (npy:PATH of probability vectors, one per "
                        "row) is required for --problem=natural.")
-    targets = np.load(f.targets.removeprefix("npy:"), allow_pickle=False)
+    targets = matrices.read_npy(f.targets.removeprefix("npy:"), "targets")
   records = topm.sweep(mat.array, m_values, trials, f.problem, f.seed, f.eps,
                        f.delta, targets, subsets,
                        settings=admm.Settings(max_iters=f.max_iters),
@@ -64,7 +66,8 @@ def main(argv):
   if f.format == "json":
     print(cli.to_json(records))
   else:
-    cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction"]
+    cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
+            "fraction_upper"]
     print(cli.format_records(records, f.format, cols))
   if f.plot:
     from bottleneck.io import plots  # pylint: disable=g-import-not-at-top

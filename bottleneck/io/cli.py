@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 import time
 from typing import Any, Sequence
@@ -38,6 +39,21 @@ def parse_int_list(name: str, text: str) -> list[int]:
         f"'5..150:5' (inclusive ranges, optional step); got {text!r}."
     ) from None
   return sorted(values)
+
+
+def writable_dir(name: str, path: str) -> str:
+  """Creates folder `path` if needed; raises naming `name` if it is a file
+  or cannot be written."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise ValueError(f"`{name}` {path!r} is a file, not a folder.")
+  try:
+    os.makedirs(path, exist_ok=True)
+  except OSError as e:
+    raise ValueError(f"`{name}` {path!r} cannot be created: "
+                     f"{e.strerror}.") from None
+  if not os.access(path, os.W_OK | os.X_OK):
+    raise ValueError(f"`{name}` {path!r} is not writable.")
+  return path
 
 
 def _jsonable(value: Any) -> Any:
@@ -100,7 +116,8 @@ def _cell(value: Any) -> str:
 
 def run_binary(main, define_flags) -> None:
   """absl entry point: defines flags, runs `main`, turns bad input into
-  'error: ...' on stderr with exit status 2 (no traceback)."""
+  'error: ...' on stderr with exit status 2 (no traceback); a run that
+  stops on non-finite numbers (FloatingPointError) exits with status 3."""
   from absl import app, logging  # pylint: disable=g-import-not-at-top
 
   def wrapped(argv):
@@ -111,9 +128,26 @@ def run_binary(main, define_flags) -> None:
     except ValueError as e:
       sys.stderr.write(f"error: {e}\n")
       sys.exit(2)
+    except FloatingPointError as e:
+      sys.stderr.write(f"error: {e}\n")
+      sys.exit(3)
+
+  def parse_flags(argv):  # A malformed flag is bad input too: exit 2.
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    try:
+      return flags.FLAGS(argv)
+    except flags.Error as e:  # Config files' own errors come as tracebacks.
+      lines = [line for line in str(e).splitlines() if line.strip()]
+      message = (f"{lines[0]} {lines[-1]}" if "Traceback" in str(e)
+                 else str(e))
+    except (AttributeError, KeyError) as e:  # --config.NAME=... overrides.
+      message = (f"a --config.* flag names a field the config does not "
+                 f"have: {e}")
+    sys.stderr.write(f"error: {message}\n")
+    sys.exit(2)
 
   define_flags()
-  app.run(wrapped)
+  app.run(wrapped, flags_parser=parse_flags)
 
 
 class Progress:

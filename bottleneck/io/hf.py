@@ -18,8 +18,20 @@ def read_config(directory: str, arg: str) -> dict:
   path = os.path.join(directory, "config.json")
   if not os.path.isfile(path):
     raise ValueError(f"`{arg}` {directory!r} needs a config.json.")
-  with open(path) as f:
-    return json.load(f)
+  config = read_json(path, arg)
+  if not isinstance(config, dict):
+    raise ValueError(f"`{arg}` {path!r} must hold a JSON object; got a "
+                     f"{type(config).__name__}.")
+  return config
+
+
+def read_json(path: str, arg: str):
+  """A JSON file; a parse error names the file and the line."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"`{arg}` {path!r} is not valid JSON: {e}.") from None
 
 
 def weight_files(directory: str, arg: str) -> dict[str | None, str]:
@@ -29,8 +41,11 @@ def weight_files(directory: str, arg: str) -> dict[str | None, str]:
   if os.path.isfile(single):
     return {None: single}
   if os.path.isfile(index):
-    with open(index) as f:
-      weight_map = json.load(f)["weight_map"]
+    weight_map = read_json(index, arg)
+    if not isinstance(weight_map, dict) or not isinstance(
+        weight_map.get("weight_map"), dict):
+      raise ValueError(f"`{arg}` {index!r} has no 'weight_map' object.")
+    weight_map = weight_map["weight_map"]
     return {name: os.path.join(directory, file)
             for name, file in weight_map.items()}
   raise ValueError(f"`{arg}` {directory!r} has neither model.safetensors "
@@ -42,5 +57,9 @@ def read_tensors(directory: str, arg: str) -> dict[str, np.ndarray]:
   from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
   out = {}
   for path in sorted(set(weight_files(directory, arg).values())):
-    out.update(load_file(path))
+    try:
+      out.update(load_file(path))
+    except Exception as e:  # safetensors raises its own error types.
+      raise ValueError(f"`{arg}` {path!r} is not a readable safetensors "
+                       f"file: {e}.") from None
   return out

@@ -47,24 +47,55 @@ def random(N: int, d: int, seed: int = 0) -> np.ndarray:
   return rng.standard_normal((N, d), dtype=np.float32)
 
 
-def _read_safetensors(path: str, tensor: str | None) -> tuple[np.ndarray, str]:
+def read_npy(path: str, arg: str, key: str = "") -> np.ndarray:
+  """An array from .npy, or .npz (its `key`, or its only array); never
+  unpickles. Missing, empty or corrupt files name `arg` and the file."""
+  if not os.path.isfile(path):
+    raise ValueError(f"`{arg}` file not found: {path!r}.")
+  try:
+    loaded = np.load(path, allow_pickle=False)
+  except (ValueError, EOFError, OSError) as e:
+    raise ValueError(f"`{arg}` {path!r} is not a readable .npy/.npz file "
+                     f"(pickled object arrays are refused): {e}") from None
+  if not isinstance(loaded, np.lib.npyio.NpzFile):
+    return loaded
+  keys = list(loaded.keys())
+  if not key and len(keys) != 1:
+    raise ValueError(f"`{arg}` {path!r} holds {keys}: name one with "
+                     "PATH:KEY.")
+  if key and key not in keys:
+    raise ValueError(f"`{arg}` {path!r} has no array {key!r}; it holds "
+                     f"{keys}.")
+  return loaded[key or keys[0]]
+
+
+def _read_safetensors(path: str, tensor: str | None,
+                      missing_ok: bool = False) -> tuple[np.ndarray, str]:
+  """(array, name) of `tensor` (None: the first known LM-head name); with
+  `missing_ok`, (None, None) when the file lacks it."""
   from safetensors import safe_open  # pylint: disable=g-import-not-at-top
   if not os.path.isfile(path):
     raise ValueError(f"`matrix` file not found: {path!r}.")
-  with safe_open(path, framework="numpy") as f:
-    names = list(f.keys())
-    if tensor is None:
-      found = [n for n in HEAD_NAMES + TIED_NAMES if n in names]
-      if not found:
-        raise ValueError(
-            f"`matrix` {path!r} has none of the known LM-head tensors "
-            f"{HEAD_NAMES + TIED_NAMES}; name one with "
-            f"safetensors:PATH:TENSOR (it has {names[:20]}).")
-      tensor = found[0]
-    if tensor not in names:
-      raise ValueError(f"`matrix` {path!r} has no tensor {tensor!r}; "
-                       f"available: {names[:20]}.")
-    return f.get_tensor(tensor), tensor
+  try:
+    with safe_open(path, framework="numpy") as f:
+      names = list(f.keys())
+      if tensor is None or tensor in names:
+        name = tensor or next((n for n in HEAD_NAMES + TIED_NAMES
+                               if n in names), None)
+        if name is not None:
+          return f.get_tensor(name), name
+  except Exception as e:  # safetensors raises its own error types.
+    raise ValueError(f"`matrix` {path!r} is not a readable safetensors "
+                     f"file: {e}.") from None
+  if missing_ok:
+    return None, None
+  if tensor is None:
+    raise ValueError(
+        f"`matrix` {path!r} has none of the known LM-head tensors "
+        f"{HEAD_NAMES + TIED_NAMES}; name one with "
+        f"safetensors:PATH:TENSOR (it has {names[:20]}).")
+  raise ValueError(f"`matrix` {path!r} has no tensor {tensor!r}; "
+                   f"available: {names[:20]}.")
 
 
 def _hf_dir(directory: str) -> tuple[np.ndarray, str]:
@@ -77,10 +108,9 @@ def _hf_dir(directory: str) -> tuple[np.ndarray, str]:
     path = files.get(name, files.get(None))
     if path is None:
       continue
-    try:
-      return _read_safetensors(path, name)
-    except ValueError:
-      continue
+    array, found = _read_safetensors(path, name, missing_ok=True)
+    if array is not None:
+      return array, found
   raise ValueError(f"`matrix` hf:{directory!r}: no output-layer tensor found "
                    f"(looked for {candidates}).")
 
@@ -105,17 +135,7 @@ def load(spec: str, N: int | None = None, d: int | None = None,
     array, name = random(N, d, seed), f"random Gaussian (seed {seed})"
   elif kind == "npy":
     path, _, key = rest.partition(":")
-    if not os.path.isfile(path):
-      raise ValueError(f"`matrix` file not found: {path!r}.")
-    loaded = np.load(path, allow_pickle=False)
-    if isinstance(loaded, np.lib.npyio.NpzFile):
-      keys = list(loaded.keys())
-      if not key and len(keys) != 1:
-        raise ValueError(f"`matrix` {path!r} holds {keys}: name one with "
-                         "npy:PATH:KEY.")
-      array = loaded[key or keys[0]]
-    else:
-      array = loaded
+    array = read_npy(path, "matrix", key)
     name = os.path.basename(path)
   elif kind == "safetensors":
     path, _, tensor = rest.partition(":")
@@ -134,6 +154,9 @@ def load(spec: str, N: int | None = None, d: int | None = None,
                      "safetensors:PATH[:TENSOR], hf:DIR or minilm; got "
                      f"{spec!r}.")
   array = np.asarray(array)
+  if np.iscomplexobj(array) or array.dtype.kind in "ObSUMm":  # bf16: 'V'.
+    raise ValueError(f"`matrix` {spec!r} must hold real numbers; got dtype "
+                     f"{array.dtype}.")
   if array.dtype not in (np.float32, np.float64):
     array = array.astype(np.float32)  # bf16 / f16 checkpoints.
   array = checks.finite_array("matrix", array, ndim=2)

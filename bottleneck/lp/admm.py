@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bottleneck import linalg
+from bottleneck import checks, linalg
 
 RUNNING, FEASIBLE, INFEASIBLE, MAX_ITER = 0, 1, 2, 3
 STATUS_NAMES = {RUNNING: "running", FEASIBLE: "feasible",
@@ -64,6 +64,14 @@ class Settings:
   # the threshold over R = check_radius_factor * |x_par| (what the float64
   # certificate then requires is certificates.Policy's business).
   check_radius_factor: float = 10.0
+
+  def __post_init__(self):  # Bad settings would hang or NaN inside the loop.
+    for name in ("max_iters", "check_every", "adapt_every"):
+      checks.positive_int(name, getattr(self, name))
+    for name in ("rho", "sigma", "check_radius_factor"):
+      checks.open_interval(name, getattr(self, name), 0.0, np.inf)
+    checks.open_interval("alpha", self.alpha, 0.0, 2.0)
+    checks.open_interval("rho_eq_ratio", self.rho_eq_ratio, 1.0, np.inf)
 
 
 class Shared(NamedTuple):

@@ -84,12 +84,30 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
 
 def check_probabilities(a, subset, x, p, scale: float, delta: float,
                         ratio_rtol: float = 1e-6) -> dict:
-  """softmax(scale * A x): ratios on S equal p's, mass off S < delta."""
-  a = a.a if isinstance(a, MatrixFacts) else np.asarray(a, np.float64)
-  logits = scale * (a @ np.asarray(x, np.float64))
+  """softmax(scale * A x): ratios on S equal p's, mass off S < delta.
+
+  Evaluated at the embedding itself (no use of A_S x = y, so the equality
+  residual is inside the check). Rounding: every logit is within
+  E = scale gamma_d |a_j| |x| + (a few ulps of the largest logit, for exp
+  and logsumexp) of its exact value, so exact ratios are within a factor
+  exp(2E) of the computed ones and the exact mass off S within exp(2E) of
+  the computed mass; `ok` uses those bounds.
+  """
+  facts = _facts(a)
+  x = np.asarray(x, np.float64)
+  logits = scale * (facts.a @ x)
   ratio_err, rest_mass = prescribed.softmax_on_subset(logits, subset, p)
-  return {"ok": bool(ratio_err <= ratio_rtol and rest_mass < delta),
-          "ratio_rel_error": ratio_err, "rest_mass": rest_mass}
+  big = float(np.max(np.abs(logits)))
+  err = (scale * _gamma(facts.a.shape[1]) * float(np.max(facts.row_norms)) *
+         float(np.linalg.norm(x)) + 16 * _U * (big + 1.0) * np.log(
+             facts.a.shape[0] + 1.0))
+  grow = float(np.exp(2.0 * err))
+  ratio_bound = (1.0 + ratio_err) * grow - 1.0
+  mass_bound = rest_mass * grow * (1.0 + 1e-12)
+  return {"ok": bool(ratio_bound <= ratio_rtol and mass_bound < delta),
+          "ratio_rel_error": ratio_err, "rest_mass": rest_mass,
+          "ratio_rel_error_bound": ratio_bound, "rest_mass_bound": mass_bound,
+          "logit_rounding_bound": err}
 
 
 def polish(a, subset, mu, x=None, support_factor: float = 2.0,
@@ -184,6 +202,103 @@ def check_infeasible(a, subset, y, mu, threshold: float,
           "margin": float(threshold - (v @ x_par))}
 
 
+def _upper(x, n: int):
+  """A rigorous upper bound of a float computation over n nonnegative terms
+  (each term's and the sum's rounding, Higham Thm 3.1, with slack)."""
+  return x * (1.0 + 2.0 * _gamma(2 * n + 4))
+
+
+def check_infeasible_global(a, subset, y, mu, threshold: float,
+                            drop: float = 1e-9, retries: int = 3) -> dict:
+  """A global proof that no embedding makes S the top m below `threshold`.
+
+  LP duality for (LP) min t s.t. A_S x = y, A_R x <= t: for any lam and any
+  mu >= 0 with sum(mu) = 1 and A_S^T lam = A_R^T mu, every x with A_S x = y
+  has max_{j in R} a_j . x >= mu^T A_R x = lam^T A_S x = y^T lam. So
+  y^T lam >= threshold proves t* >= threshold, for all x (no ball).
+
+  The equality cannot hold in floats, so existence is verified instead:
+  with K the support of mu (entries below drop * max dropped), z~ = (lam~,
+  mu~_K) and M z = (A_S^T lam - A_K^T mu_K, sum mu_K) =: b = (0, 1), the
+  exact solution z* = z~ + M^T w*, (M M^T) w* = b - M z~, exists and obeys
+  |z* - z~|_i <= (sum_j |M_ji|) |w*|_inf with |w*|_inf <= |R|_inf
+  |b - M z~|_inf / (1 - alpha), for any float R ~ (M M^T)^{-1} and a
+  rigorous alpha >= |I - R M M^T|_inf < 1 (Rump-style verification; every
+  float product bounded by gamma_n |.| |.|). Accepted iff the enclosure has
+  mu* >= 0 and y^T lam* >= threshold.
+  """
+  a = _facts(a).a
+  subset = np.asarray(subset)
+  y = np.asarray(y, np.float64)
+  mu = np.asarray(mu, np.float64)
+  d, m = a.shape[1], subset.size
+  fail = lambda reason: {"ok": False, "reason": reason, "t_lower": -np.inf}
+  if np.any(mu < 0) or mu[subset].any() or mu.sum() <= 0:
+    return fail("mu must be >= 0, zero on S, not all 0")
+  support = np.flatnonzero(mu > drop * mu.max())
+  for _ in range(retries):
+    cert = _verify_dual(a, subset, y, mu, support, threshold)
+    # Entries of mu inside their own enclosure radius are noise the solver
+    # left (a vertex has d - m + 1 of them): drop them and verify again.
+    tiny = cert.pop("tiny", None)
+    if cert["ok"] or tiny is None or not tiny.any():
+      return cert
+    support = support[~tiny]
+  return cert
+
+
+def _verify_dual(a, subset, y, mu, support, threshold):
+  """check_infeasible_global on a fixed support K of mu."""
+  d, m = a.shape[1], subset.size
+  fail = lambda reason: {"ok": False, "reason": reason, "t_lower": -np.inf}
+  if support.size + m < d + 1:
+    return fail(f"support of mu ({support.size}) + m < d + 1: M M^T would be "
+                "singular")
+  a_s, a_k = a[subset], a[support]
+  mu_k = mu[support] / mu[support].sum()
+  lam = np.linalg.lstsq(a_s.T, a_k.T @ mu_k, rcond=None)[0]
+  # M = [[A_S^T, -A_K^T], [0, 1^T]] is (d + 1) x (m + |K|), exact entries.
+  m_mat = np.zeros((d + 1, m + support.size))
+  m_mat[:d, :m], m_mat[:d, m:], m_mat[d, m:] = a_s.T, -a_k.T, 1.0
+  z = np.concatenate([lam, mu_k])
+  b = np.zeros(d + 1)
+  b[d] = 1.0
+  p = m + support.size
+  abs_m = np.abs(m_mat)
+  gram = m_mat @ m_mat.T
+  try:
+    r_inv = np.linalg.inv(gram)
+  except np.linalg.LinAlgError:
+    return fail("M M^T is numerically singular")
+  for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
+    z = z + m_mat.T @ (r_inv @ (b - m_mat @ z))
+  lam, mu_k = z[:m], z[m:]
+  r = b - m_mat @ z
+  r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
+                               p)
+  abs_r = np.abs(r_inv)
+  eye_minus = np.eye(d + 1) - r_inv @ gram
+  alpha = float(np.max(_upper(
+      np.abs(eye_minus) + _gamma(d + 1) * (abs_r @ np.abs(gram)) +
+      _gamma(p) * (abs_r @ (abs_m @ abs_m.T)), 2 * p).sum(axis=1)))
+  if not alpha < 1.0:
+    return fail(f"verification failed: |I - R M M^T| bound {alpha:.3g} >= 1")
+  w_bound = _upper(np.max(abs_r.sum(axis=1)) * np.max(r_bound), d + 1) / (
+      1.0 - alpha)
+  z_err = _upper(abs_m.sum(axis=0) * w_bound, d + 1)
+  mu_lower = float(np.min(mu_k - z_err[m:]))
+  value = float(y @ lam)
+  value_lower = value - _upper(_gamma(m) * (np.abs(y) @ np.abs(lam)) +
+                               np.abs(y) @ z_err[:m], m)
+  ok = mu_lower >= 0.0 and value_lower >= threshold
+  return {"ok": bool(ok), "kind": "global", "t_lower": value_lower,
+          "tiny": mu_k <= z_err[m:],
+          "dual_value": value, "margin": float(threshold - value),
+          "mu_lower": mu_lower, "alpha": alpha,
+          "enclosure_radius": float(z_err.max()), "support": int(support.size),
+          "residual": float(np.max(np.abs(r)))}
+
+
 @dataclasses.dataclass(frozen=True)
 class Policy:
   """What a certificate must show before a verdict is reported."""
@@ -218,11 +333,17 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
                   ratio_rel_error=probs["ratio_rel_error"])
     return ("feasible" if cert["ok"] else "undecided"), cert["t_upper"], cert
   if claim == "infeasible":
+    ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
       polished = polish(a, subset, mu, x, support_factor)
-      cert = check_infeasible(a, subset, y, polished, threshold,
-                              policy.radius_factor)
+      cert = check_infeasible_global(a, subset, y, polished, threshold)
       if cert["ok"]:
-        break
-    return ("infeasible" if cert["ok"] else "undecided"), cert["t_lower"], cert
+        return "infeasible", cert["t_lower"], cert
+      if ball is None or not ball["ok"]:
+        ball = check_infeasible(a, subset, y, polished, threshold,
+                                policy.radius_factor)
+    # Only the ball statement holds: reported, but not a global verdict.
+    ball.update(kind="ball", ok=False, ball_ok=ball["ok"],
+                global_reason=cert.get("reason"))
+    return "undecided", ball["t_lower"], ball
   return "undecided", float("nan"), {"ok": False}

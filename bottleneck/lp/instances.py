@@ -36,6 +36,9 @@ def make_instances(N: int, m: int, trials: int, problem: str, rng,
                    subsets=None) -> list[Instance]:
   """Random (or given) subsets with the targets of `problem`."""
   checks.one_of("problem", problem, PROBLEMS)
+  checks.int_in_range("m", m, 1, N - 1, f"a proper subset of the N = {N} "
+                      "tokens")
+  checks.positive_int("trials", trials)
   if problem == "natural":
     targets = checks.finite_array("targets", targets, ndim=2)
     rows = np.flatnonzero((targets > 0).sum(axis=1) >= m)

@@ -63,7 +63,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
     if name not in SECTIONS:
       raise ValueError(f"`sections` entry {name!r} unknown; allowed: "
                        f"{list(SECTIONS)}.")
-  os.makedirs(outdir, exist_ok=True)
+  cli.writable_dir("outdir", outdir)
   env = environment()
   results = {"environment": env, "config": config.to_dict(), "sections": {}}
   parts = [f"# bottleneck report ({config.scale})",

@@ -14,7 +14,8 @@ from bottleneck.lp import admm
 from train import corpora
 from train.report.section import Section, figure, table
 
-_COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction"]
+_COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
+         "fraction_upper"]
 
 
 def _settings(c) -> admm.Settings:
@@ -33,9 +34,16 @@ def _strip(records):
           for r in records]
 
 
-def _m_lp(records, threshold):
+def _m_lp(records, threshold, key="fraction"):
   return bounds.empirical_m_star([r["m"] for r in records],
-                                 [r["fraction"] for r in records], threshold)
+                                 [r[key] for r in records], threshold)
+
+
+def _m_lp_text(records, threshold) -> str:
+  """'m = 40' or, where undecided instances matter, 'm = 40 to 45'."""
+  lo, hi = (_m_lp(records, threshold, k) for k in ("fraction",
+                                                    "fraction_upper"))
+  return f"m = {lo}" if lo == hi else f"m = {lo} to {hi} (undecided)"
 
 
 def figure1(config, outdir: str) -> Section:
@@ -48,8 +56,8 @@ def figure1(config, outdir: str) -> Section:
     recs = _sweep(a, c, m_values, problem, config.seed)
     curves[f"LP, {problem}"] = recs
     numbers[problem] = recs
-    lines.append(f"**{problem}**: fraction >= {config.threshold} up to m = "
-                 f"{_m_lp(recs, config.threshold)}; undecided "
+    lines.append(f"**{problem}**: fraction >= {config.threshold} up to "
+                 f"{_m_lp_text(recs, config.threshold)}; undecided "
                  f"{sum(r['undecided'] for r in recs)} of "
                  f"{sum(r['trials'] for r in recs)}.")
     lines.append(table(_strip(recs), _COLS))
@@ -71,40 +79,56 @@ def figure1(config, outdir: str) -> Section:
                  numbers, ["figure1_topm.png"])
 
 
-def _m_star_lp(n, d, c, seed, threshold):
-  """LP m* of a random n x d matrix by bisection over m."""
-  m_star, _ = topm.m_star_search(
+def _m_star_lp(n, d, c, seed, threshold) -> topm.MStar:
+  """LP m* of a random n x d matrix by bisection over m (both brackets)."""
+  return topm.m_star_search(
       matrices.random(n, d, seed), c.trials, "logits", seed, threshold,
       settings=_settings(c), batch=c.batch, exact_fallback=c.exact_fallback)
-  return m_star
+
+
+def _trend(rows) -> str:
+  """What the m_over_d column does as N/d grows, read off the rows."""
+  ratios = [r["m_over_d"] for r in sorted(rows, key=lambda r: r["N_over_d"])]
+  steps = np.sign(np.diff(ratios))
+  if len(ratios) < 2 or not steps.any():
+    return "stays constant"
+  if np.all(steps <= 0):
+    return "falls"
+  if np.all(steps >= 0):
+    return "rises"
+  return "is not monotone"
 
 
 def figure3(config, outdir: str) -> Section:
   """Figure 3: LP m* against d (fixed N) and against N (fixed d)."""
   c = config.figure3
-  by_d = [_m_star_lp(c.N_fixed, d, c, config.seed + d, config.threshold)
-          for d in c.d_values]
-  by_n = [_m_star_lp(n, c.d_fixed, c, config.seed + n, config.threshold)
-          for n in c.N_values]
+  res_d = [_m_star_lp(c.N_fixed, d, c, config.seed + d, config.threshold)
+           for d in c.d_values]
+  res_n = [_m_star_lp(n, c.d_fixed, c, config.seed + n, config.threshold)
+           for n in c.N_values]
+  by_d, by_n = [r.lower for r in res_d], [r.lower for r in res_n]
   d_arr = np.asarray(c.d_values, float)
   slope = float(np.dot(d_arr, by_d) / np.dot(d_arr, d_arr))
   closed_d = bounds.m_star(c.N_fixed, np.asarray(c.d_values))
   closed_n = bounds.m_star(np.asarray(c.N_values), c.d_fixed)
   rows_d = [{"N": c.N_fixed, "d": d, "N_over_d": c.N_fixed / d,
-             "m_star_lp": m, "m_star_bound": int(b), "m_over_d": m / d}
-            for d, m, b in zip(c.d_values, by_d, closed_d)]
+             "m_star_lp": r.lower, "m_star_lp_upper": r.upper,
+             "m_star_bound": int(b), "m_over_d": r.lower / d}
+            for d, r, b in zip(c.d_values, res_d, closed_d)]
   rows_n = [{"N": n, "d": c.d_fixed, "N_over_d": n / c.d_fixed,
-             "m_star_lp": m, "m_star_bound": int(b),
-             "m_over_d": m / c.d_fixed}
-            for n, m, b in zip(c.N_values, by_n, closed_n)]
+             "m_star_lp": r.lower, "m_star_lp_upper": r.upper,
+             "m_star_bound": int(b), "m_over_d": r.lower / c.d_fixed}
+            for n, r, b in zip(c.N_values, res_n, closed_n)]
   body = "\n\n".join([
       f"LP m* = largest m at which all {c.trials} random subsets are "
       f"selectable with equal logits (fraction >= {config.threshold}; "
       "integer bisection over m, `bottleneck.topm.m_star_search`), against "
-      "the closed-form bound's m*. Least-squares slope through 0: "
-      f"**m* = {slope:.3f} d** (paper: m ~ d/5 for d << N, N = 32000; at "
-      "GPT-2 size its Figure 1 gives ~95 = 0.12 d). The `m_over_d` column "
-      "shows the ratio is not constant: it falls as N/d grows.",
+      "the closed-form bound's m*. `m_star_lp` counts undecided instances "
+      "as not selectable, `m_star_lp_upper` as selectable. Least-squares "
+      f"slope through 0: **m* = {slope:.3f} d** (paper: m ~ d/5 for d << N, "
+      "N = 32000; at GPT-2 size its Figure 1 gives ~95 = 0.12 d). Across "
+      "both sweeps, ordered by N/d, the `m_over_d` column "
+      f"{_trend(rows_d + rows_n)}.",
       table(rows_d), table(rows_n),
       figure(plots.sweep_fit(c.d_values, by_d, "d", slope,
                              f"m* vs d (N = {c.N_fixed})"), outdir,
@@ -158,8 +182,8 @@ def trained_vs_random(config, outdir: str) -> Section:
       recs = _sweep(a, c, m_values, "logits", config.seed)
       curves[label] = recs
       numbers[label] = recs
-      lines += [f"**{label}**: fraction >= {config.threshold} up to m = "
-                f"{_m_lp(recs, config.threshold)}.",
+      lines += [f"**{label}**: fraction >= {config.threshold} up to "
+                f"{_m_lp_text(recs, config.threshold)}.",
                 table(_strip(recs), _COLS)]
   first = matrices.load(c.matrices[0]).array.shape
   body = "\n\n".join([

@@ -35,7 +35,8 @@ def appendices(config, outdir: str) -> Section:
                        batch=32)
   strip = lambda recs: [{k: v for k, v in r.items() if k != "trials_detail"}
                         for r in recs]
-  cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction"]
+  cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
+          "fraction_upper"]
   figs.append(figure(plots.topm_curves(
       {"trained-model targets": trained, "uniform targets": uniform},
       (c.lp_N, c.lp_d)), outdir, "appendix_d_trained.png"))

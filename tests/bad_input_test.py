@@ -1,0 +1,204 @@
+"""Every bad input is one clear error naming the argument (issue: trust §4).
+
+In-process cases call the library function a binary calls; the subprocess
+cases check what a user of each binary sees: one `error:` line, exit 2
+(3 for a diverged training run), no traceback.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest, parameterized
+import numpy as np
+
+from bottleneck import bounds, simulate, topm
+from bottleneck.io import cli, hf, matrices
+from bottleneck.lp import admm
+from configs import thesis
+from train import hf_gpt2, tokenizers, trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _files(tmp):
+  """Broken inputs a user might hand over, written once per test."""
+  paths = {}
+  def put(name, data):
+    paths[name] = os.path.join(tmp, name)
+    with open(paths[name], "wb") as f:
+      f.write(data)
+  put("empty_npy", b"")
+  put("text_npy", b"not a numpy file at all")
+  put("junk_st", b"junk")
+  np.savez(os.path.join(tmp, "w.npz"), w=np.ones((8, 4)))
+  paths["npz"] = os.path.join(tmp, "w.npz")
+  np.save(os.path.join(tmp, "complex.npy"), np.ones((8, 4)) * (1 + 2j))
+  paths["complex_npy"] = os.path.join(tmp, "complex.npy")
+  for name, text in (("hf_list", "[1, 2]"), ("hf_bad_json", "{oops"),
+                     ("hf_no_key", json.dumps({"model_type": "gpt2"}))):
+    os.makedirs(os.path.join(tmp, name))
+    with open(os.path.join(tmp, name, "config.json"), "w") as f:
+      f.write(text)
+    paths[name] = os.path.join(tmp, name)
+  return paths
+
+
+class LibraryTest(parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.tmp = self.create_tempdir().full_path
+    self.f = _files(self.tmp)
+
+  @parameterized.named_parameters(
+      ("missing_file", "npy:{tmp}/nope.npy", "file not found"),
+      ("empty_npy", "npy:{empty_npy}", "not a readable .npy"),
+      ("text_npy", "npy:{text_npy}", "not a readable .npy"),
+      ("npz_wrong_key", "npy:{npz}:x", "has no array 'x'"),
+      ("complex", "npy:{complex_npy}", "must hold real numbers"),
+      ("corrupt_safetensors", "safetensors:{junk_st}",
+       "not a readable safetensors"),
+      ("hf_config_list", "hf:{hf_list}", "must hold a JSON object"),
+      ("hf_config_not_json", "hf:{hf_bad_json}", "is not valid JSON"),
+      ("unknown_kind", "pickle:x", "must be random"),
+  )
+  def test_matrix_specs(self, spec, message):
+    spec = spec.format(tmp=self.tmp, **self.f)
+    with self.assertRaisesRegex(ValueError, message):
+      matrices.load(spec)
+
+  def test_lp_arguments(self):
+    a = matrices.random(50, 8)
+    rng = np.random.default_rng(0)
+    for kwargs, message in ((dict(m=0), "`m` must be an integer in"),
+                            (dict(m=50), "`m` must be an integer in"),
+                            (dict(trials=0), "`trials`")):
+      args = dict(N=50, m=3, trials=2, problem="logits", rng=rng)
+      args.update(kwargs)
+      with self.assertRaisesRegex(ValueError, message):
+        topm.make_instances(**args)
+    with self.assertRaisesRegex(ValueError, "`batch`"):
+      topm.sweep(a, [3], 2, batch=0)
+    for field, value in (("max_iters", 0), ("check_every", 0),
+                         ("rho", 0.0), ("alpha", 2.0), ("sigma", -1.0),
+                         ("rho_eq_ratio", 1.0)):
+      with self.assertRaisesRegex(ValueError, f"`{field}`"):
+        admm.Settings(**{field: value})
+
+  def test_simulate_and_bounds_arguments(self):
+    with self.assertRaisesRegex(ValueError, "`chunk`"):
+      simulate.simulate(100, 16, [4], 4, chunk=0)
+    with self.assertRaisesRegex(ValueError, "`trials`"):
+      simulate.simulate(100, 16, [4], 0)
+    # Vocabularies past int32 (the bug: m* = 0); float64 reference below.
+    self.assertEqual(int(bounds.m_star(3_000_000_000, 768)), 15)
+    self.assertEqual(int(bounds.m_star(2**31 + 1, 768)), int(
+        bounds.m_star(2**31 - 1, 768)))
+
+  def test_training_config(self):
+    for key, value, message in (("eval_batches", 0, "`eval_batches`"),
+                                ("log_every", 0, "`log_every`"),
+                                ("checkpoint_every", 0, "`checkpoint_every`"),
+                                ("eval_every", -1, "`eval_every`")):
+      c = thesis.get_config("model1,cpu")
+      c[key] = value
+      with self.assertRaisesRegex(ValueError, message):
+        trainer.check_config(c)
+    for key, value, message in (("lr", float("nan"), "`train.lr`"),
+                                ("lr", 0.0, "`train.lr`"),
+                                ("warmup", 10**6, "`train.warmup`"),
+                                ("steps", 0, "`train.steps`"),
+                                ("min_lr_ratio", 2.0, "min_lr_ratio")):
+      c = thesis.get_config("model1,cpu")
+      c.train[key] = value
+      with self.assertRaisesRegex(ValueError, message):
+        trainer.check_config(c)
+
+  def test_folders(self):
+    with self.assertRaisesRegex(ValueError, "is a file, not a folder"):
+      cli.writable_dir("outdir", self.f["empty_npy"])
+    with self.assertRaisesRegex(ValueError, "lacks the integer field"):
+      hf_gpt2.load(self.f["hf_no_key"])
+    with self.assertRaisesRegex(ValueError, "neither model.safetensors"):
+      hf.read_tensors(self.f["hf_no_key"], "hf_dir")
+    with self.assertRaisesRegex(ValueError, "has no tokenizer files"):
+      tokenizers.load("hf:" + self.f["hf_no_key"])
+
+
+class WorkdirLockTest(absltest.TestCase):
+
+  def test_one_trainer_per_workdir_and_stale_locks(self):
+    from train import checkpoint  # pylint: disable=g-import-not-at-top
+    wd = self.create_tempdir().full_path
+    with checkpoint.WorkdirLock(wd):
+      with self.assertRaisesRegex(ValueError, "is in use by pid"):
+        with checkpoint.WorkdirLock(wd):
+          pass
+    self.assertFalse(os.path.exists(os.path.join(wd, checkpoint.LOCK)))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    with open(os.path.join(wd, checkpoint.LOCK), "w") as f:
+      json.dump({"pid": int(dead.stdout), "host": os.uname().nodename}, f)
+    with checkpoint.WorkdirLock(wd):  # Stale: its process is gone.
+      pass
+
+
+def run_module(module, *args, cwd=ROOT):
+  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  env.pop("XLA_FLAGS", None)
+  return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd,
+                        env=env, capture_output=True, text=True, timeout=600)
+
+
+class BinaryTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ("flag_type", "bottleneck.topm", ["--trials=abc"], "flag --trials"),
+      ("max_iters_0", "bottleneck.topm",
+       ["--N=100", "--d=16", "--m=4", "--max_iters=0"], "`max_iters`"),
+      ("missing_subsets", "bottleneck.topm",
+       ["--N=100", "--d=16", "--subsets=npy:/nonexistent.npy"],
+       "`subsets` file not found"),
+      ("chunk_0", "bottleneck.simulate",
+       ["--N=100", "--d=16", "--m=4", "--chunk=0"], "`chunk`"),
+      ("config_typo", "train.main",
+       ["--config=configs/lowrank.py:d=32", "--dry_run"], "allowed keys"),
+      ("config_override_typo", "train.main",
+       ["--config=configs/thesis.py:model1,cpu", "--config.foo=1",
+        "--dry_run"], "does not have"),
+      ("huge_trials", "bottleneck.topm",
+       ["--N=100", "--d=16", "--m=4", "--trials=1000000000"], "GiB"),
+      ("sample_n_0", "train.sample",
+       ["--workdir=/nonexistent", "--story_completion", "--n=0"], "`n`"),
+  )
+  def test_one_error_line(self, module, args, message):
+    out = run_module(module, *args)
+    self.assertEqual(out.returncode, 2, out.stderr[-2000:])
+    self.assertIn(message, out.stderr)
+    self.assertNotIn("Traceback", out.stderr)
+    self.assertLen([l for l in out.stderr.splitlines()
+                    if l.startswith("error:")], 1)
+
+  def test_divergence_stops_and_saves_nothing_non_finite(self):
+    wd = self.create_tempdir().full_path
+    out = run_module("train.main", "--config=configs/thesis.py:model1,cpu",
+                     "--config.train.lr=1000", "--config.train.steps=40",
+                     "--config.train.warmup=1", "--config.checkpoint_every=1",
+                     "--config.keep_checkpoints=2", "--config.log_every=1",
+                     "--config.eval_every=40", f"--workdir={wd}")
+    self.assertEqual(out.returncode, 3, out.stderr[-2000:])
+    self.assertIn("training diverged at step", out.stderr)
+    self.assertNotIn("Traceback", out.stderr)
+    self.assertFalse(os.path.exists(os.path.join(wd, "trainer.lock")))
+    steps = sorted(int(s) for s in os.listdir(os.path.join(wd,
+                                                           "checkpoints")))
+    # Whatever was saved is finite and restorable (checked on restart).
+    if steps:
+      params, _, _ = trainer.load_params(wd)
+      self.assertTrue(bool(trainer.all_finite(params)))
+
+
+if __name__ == "__main__":
+  absltest.main()

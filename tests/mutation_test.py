@@ -1,0 +1,74 @@
+"""The suite can fail: with the code under test broken, its tests go red.
+
+Each case swaps one piece for a no-op (an optimizer that does nothing, a
+certificate checker that accepts everything, a solver front that calls
+everything feasible), runs the tests
+that guard it in-process, and requires at least one of them to fail.
+"""
+
+import contextlib
+import unittest
+
+from absl.testing import absltest
+import optax
+
+from bottleneck.lp import certificates
+from train import optim
+import tests.lp_test as lp_test
+import tests.trainer_test as trainer_test
+
+
+@contextlib.contextmanager
+def _swapped(module, name, replacement):
+  original = getattr(module, name)
+  setattr(module, name, replacement)
+  try:
+    yield
+  finally:
+    setattr(module, name, original)
+
+
+def _failed(case_class, *names) -> int:
+  result = unittest.TestResult()
+  unittest.TestSuite(case_class(n) for n in names).run(result)
+  return len(result.failures) + len(result.errors)
+
+
+class MutationTest(absltest.TestCase):
+
+  def test_an_optimizer_that_does_nothing_is_caught(self):
+    with _swapped(optim, "optimizer", lambda t: optax.set_to_zero()):
+      self.assertGreater(_failed(trainer_test.TrainingTest,
+                                 "test_golden_values_after_three_steps",
+                                 "test_gradient_accumulation_equals_full_batch"
+                                 ), 1)
+
+  def test_a_schedule_that_is_constant_is_caught(self):
+    with _swapped(optim, "schedule",
+                  lambda t: optax.constant_schedule(t.lr)):
+      self.assertGreater(_failed(trainer_test.OptimizerTest,
+                                 "test_schedules_at_key_steps"), 0)
+
+  def test_certificate_checkers_that_accept_everything_are_caught(self):
+    def accept(original):
+      return lambda *a, **k: dict(original(*a, **k), ok=True)
+    for name in ("check_feasible", "check_infeasible_global",
+                 "check_probabilities"):
+      with _swapped(certificates, name, accept(getattr(certificates, name))):
+        self.assertGreater(_failed(
+            lp_test.CertificateTest,
+            "test_feasible_certificate_and_tampering",
+            "test_global_certificate_against_linprog",
+            "test_global_certificate_rejects_tampering",
+            "test_probabilities_checked"), 0, msg=name)
+
+  def test_a_front_that_calls_everything_feasible_is_caught(self):
+    everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})
+    with _swapped(certificates, "verify", everything_feasible):
+      self.assertGreater(_failed(
+          lp_test.AgreementTest,
+          "test_borderline_thresholds_are_never_wrong"), 0)
+
+
+if __name__ == "__main__":
+  absltest.main()
