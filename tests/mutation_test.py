@@ -39,9 +39,7 @@ class MutationTest(absltest.TestCase):
   def test_an_optimizer_that_does_nothing_is_caught(self):
     with _swapped(optim, "optimizer", lambda t: optax.set_to_zero()):
       self.assertGreater(_failed(trainer_test.TrainingTest,
-                                 "test_golden_values_after_three_steps",
-                                 "test_gradient_accumulation_equals_full_batch"
-                                 ), 1)
+                                 "test_golden_values_after_three_steps"), 0)
 
   def test_a_schedule_that_is_constant_is_caught(self):
     with _swapped(optim, "schedule",
@@ -52,15 +50,14 @@ class MutationTest(absltest.TestCase):
   def test_certificate_checkers_that_accept_everything_are_caught(self):
     def accept(original):
       return lambda *a, **k: dict(original(*a, **k), ok=True)
-    for name in ("check_feasible", "check_infeasible_global",
-                 "check_probabilities"):
+    for name, guard in (
+        ("check_feasible", "test_feasible_certificate_and_tampering"),
+        ("check_infeasible_global",
+         "test_global_certificate_rejects_tampering"),
+        ("check_probabilities", "test_probabilities_checked")):
       with _swapped(certificates, name, accept(getattr(certificates, name))):
-        self.assertGreater(_failed(
-            lp_test.CertificateTest,
-            "test_feasible_certificate_and_tampering",
-            "test_global_certificate_against_linprog",
-            "test_global_certificate_rejects_tampering",
-            "test_probabilities_checked"), 0, msg=name)
+        self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
+                           msg=name)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})

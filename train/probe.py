@@ -2,6 +2,7 @@
 
   python -m train.probe --workdir=DIR --probe=gradient --format=json
   python -m train.probe --hf_dir=/path/gpt2 --probe=encoding --data=text:*.txt
+  python -m train.probe --model=smollm2 --data=shakespeare --probe=gradient
 
 --data: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
 ('' = the run's own source); --ood_data likewise (edit probe). The probes
@@ -22,6 +23,8 @@ def _define_flags():
   from train.probes import registry  # pylint: disable=g-import-not-at-top
   flags.DEFINE_string("workdir", None, "A training run folder.")
   flags.DEFINE_string("hf_dir", None, "An HF GPT-2-format folder.")
+  flags.DEFINE_string("model", None, "smollm2 | gguf:PATH | run:WORKDIR | "
+                      "hf:DIR (instead of --workdir / --hf_dir).")
   flags.DEFINE_enum("probe", "gradient", registry.PROBES, "Which probe.")
   flags.DEFINE_string("data", "", "Text to probe on (see docstring).")
   flags.DEFINE_string("ood_data", "", "Out-of-domain text for edit/prune "
@@ -39,7 +42,7 @@ def main(argv):
   from train.probes import registry  # pylint: disable=g-import-not-at-top
   numbers, figures = registry.run(FLAGS.probe, FLAGS.workdir, FLAGS.hf_dir,
                                   FLAGS.data, FLAGS.ood_data, FLAGS.windows,
-                                  FLAGS.seed)
+                                  FLAGS.seed, FLAGS.model)
   print(cli.to_json({"probe": FLAGS.probe, **numbers}))
   if FLAGS.plot:
     stem, ext = os.path.splitext(FLAGS.plot)

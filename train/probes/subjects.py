@@ -1,7 +1,8 @@
 """Probe subjects: a trained model, its tokenizer, and arrays from text.
 
 A `Subject` (params, model config, tokenizer: from a run folder of this
-project's trainer or from real HF GPT-2 weights) turns token windows of some
+project's trainer, from real HF GPT-2 weights, or from a Llama-family GGUF
+file such as SmolLM2-135M, `load_subject(model=...)`) turns token windows of some
 text into hidden states H and per-position probabilities (`forward`); the
 probes hand those arrays to the pure functions of bottleneck.gradient /
 encoding / head_stats.
@@ -18,33 +19,62 @@ import jax.numpy as jnp
 import numpy as np
 from ml_collections import config_dict
 
-from train import data, model as model_lib
+from bottleneck.io import gguf_file
+from train import data, llama, model as model_lib
 
 
 @dataclasses.dataclass
 class Subject:
   params: dict
-  cfg: model_lib.GPTConfig
+  cfg: model_lib.GPTConfig | llama.LlamaConfig
   tokenizer: object
   name: str
   config: config_dict.ConfigDict | None = None  # Run config (workdir only).
   workdir: str | None = None
 
   @property
+  def is_llama(self) -> bool:
+    return isinstance(self.cfg, llama.LlamaConfig)
+
+  @property
   def model(self):
-    return model_lib.GPT(self.cfg)
+    return llama.Llama(self.cfg) if self.is_llama else model_lib.GPT(self.cfg)
 
   def head(self):
     """(W [V, D], b [V] or None) as float64 numpy."""
+    if self.is_llama:
+      return np.asarray(llama.head_matrix(self.params, self.cfg),
+                        np.float64), None
     w = np.asarray(model_lib.head_matrix(self.params, self.cfg), np.float64)
     b = model_lib.head_bias(self.params, self.cfg)
     return w, (None if b is None else np.asarray(b, np.float64))
 
 
-def load_subject(workdir: str | None = None, hf_dir: str | None = None):
-  """A trained run (its newest checkpoint) or an HF GPT-2 folder."""
+# Probe windows of a GGUF model: long enough for real context, short enough
+# that a batch of next-token distributions (T x V floats) stays small.
+GGUF_WINDOW = 128
+
+
+def load_subject(workdir: str | None = None, hf_dir: str | None = None,
+                 model: str | None = None):
+  """A trained run, an HF GPT-2 folder, or `model` = smollm2 | gguf:PATH |
+  run:WORKDIR | hf:DIR (the subject spec shared by the binaries)."""
+  if model:
+    kind, _, rest = model.partition(":")
+    if kind in ("smollm2", "gguf"):
+      if bool(workdir) or bool(hf_dir):
+        raise ValueError("give one of `model`, `workdir` and `hf_dir`.")
+      return _gguf_subject(gguf_file.smollm2_path() if kind == "smollm2"
+                           else rest)
+    if kind == "run":
+      workdir = rest
+    elif kind == "hf":
+      hf_dir = rest
+    else:
+      raise ValueError("`model` must be smollm2, gguf:PATH, run:WORKDIR or "
+                       f"hf:DIR; got {model!r}.")
   if bool(workdir) == bool(hf_dir):
-    raise ValueError("give exactly one of `workdir` and `hf_dir`.")
+    raise ValueError("give exactly one of `model`, `workdir` and `hf_dir`.")
   if hf_dir:
     from train import hf_gpt2, tokenizers  # pylint: disable=g-import-not-at-top
     params, cfg = hf_gpt2.load(hf_dir)
@@ -54,6 +84,14 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None):
   params, _, cfg, tok, config = completions.load_run(workdir)
   return Subject(params, cfg, tok, os.path.basename(os.path.normpath(
       workdir)), config, workdir)
+
+
+def _gguf_subject(path: str) -> Subject:
+  from train import gguf_llama  # pylint: disable=g-import-not-at-top
+  params, cfg, tok = gguf_llama.load(path)
+  cfg = dataclasses.replace(cfg, block_size=GGUF_WINDOW)
+  name = os.path.splitext(os.path.basename(path))[0]
+  return Subject(jax.tree.map(jnp.asarray, params), cfg, tok, name)
 
 
 def other_source(subject: Subject) -> str:
@@ -92,8 +130,8 @@ def windows(subject: Subject, spec: str, n_windows: int, split: str = "val",
 
 @functools.partial(jax.jit, static_argnames="model")
 def _forward(params, model, x):
-  h = model.apply(params, x, method=model_lib.GPT.hidden)
-  logits = model.apply(params, h, method=model_lib.GPT.head)
+  h = model.apply(params, x, method=type(model).hidden)
+  logits = model.apply(params, h, method=type(model).head)
   return h, jax.nn.softmax(logits, axis=-1)
 
 
