@@ -96,7 +96,8 @@ class MatricesTest(absltest.TestCase):
     for spec, pattern in [("npy:/nope.npy", "not found"),
                           ("safetensors:/nope.st", "not found"),
                           ("hf:/nope", "config.json"),
-                          ("gguf:/x", "must be"), ("random", "`N`")]:
+                          ("gguf:/x", "GGUF file not found"),
+                          ("onnx:/x", "must be"), ("random", "`N`")]:
       with self.assertRaisesRegex(ValueError, pattern):
         matrices.load(spec)
     np.save(self._path("nan.npy"), np.full((4, 3), np.nan))

@@ -361,6 +361,19 @@ class TrainingLoopTest(parameterized.TestCase):
     trainer.train_and_evaluate(tiny_config(**{"train.steps": 10}), workdir)
     with self.assertRaisesRegex(ValueError, "incompatible"):
       trainer.train_and_evaluate(tiny_config(**{"model.n_embd": 64}), workdir)
+    with self.assertRaisesRegex(ValueError, "data.synthetic_stories"):
+      trainer.train_and_evaluate(
+          tiny_config(**{"data.synthetic_stories": 399}), workdir)
+    self.assertFalse(os.path.exists(os.path.join(workdir, "trainer.lock")))
+    tokens_json = os.path.join(workdir, "tokens.json")
+    with open(tokens_json) as f:
+      counts = json.load(f)
+    with open(tokens_json, "w") as f:
+      json.dump(dict(counts, train=counts["train"] + 1), f)
+    with self.assertRaisesRegex(ValueError, "token cache"):
+      trainer.train_and_evaluate(tiny_config(**{"train.steps": 20}), workdir)
+    with open(tokens_json, "w") as f:
+      json.dump(counts, f)
     state_dir = os.path.join(workdir, "checkpoints", "10", "state")
     for root, _, files in os.walk(state_dir):
       for name in files:

@@ -53,12 +53,31 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
             "incompatible. Use a new --workdir (or the original config).")
 
 
-def write_config(workdir: str, config_dict: dict) -> None:
-  """config.json, atomically (called once the first checkpoint exists)."""
-  path = os.path.join(workdir, "config.json")
-  with open(path + ".tmp", "w") as f:
-    json.dump(config_dict, f, indent=1, sort_keys=True)
-  os.replace(path + ".tmp", path)
+def write_config(workdir: str, config_dict: dict,
+                 token_counts: dict | None = None) -> None:
+  """config.json (and tokens.json: the token cache's size per split),
+  atomically, once the first checkpoint exists."""
+  for name, obj in (("tokens.json", token_counts),
+                    ("config.json", config_dict)):
+    if obj is None:
+      continue
+    path = os.path.join(workdir, name)
+    with open(path + ".tmp", "w") as f:
+      json.dump(obj, f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def check_tokens(workdir: str, token_counts: dict | None) -> None:
+  """A resumed run must read the same token stream it started on."""
+  path = os.path.join(workdir, "tokens.json")
+  if token_counts is None or not os.path.isfile(path):
+    return
+  saved = hf.read_json(path, "workdir")
+  if saved != token_counts:
+    raise CheckpointError(
+        f"workdir {workdir!r} was trained on a token cache of {saved} "
+        f"tokens; this run's cache has {token_counts}: the corpus or its "
+        "tokenisation changed. Use a new --workdir (or the original data).")
 
 
 class WorkdirLock:

@@ -240,10 +240,15 @@ def _train(config, workdir: str, lead: bool) -> dict:
   tr = Trainer(config)
   train_loader, val_loader, _ = data.make_loaders(
       config, jax.process_index(), jax.process_count())
+  token_counts = ({"train": int(len(train_loader.tokens)),
+                   "val": int(len(val_loader.tokens))}
+                  if isinstance(train_loader, data.WindowLoader) else None)
   ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints,
                                  config.async_checkpoint)
   start = ckpt.latest_step() or 0
   if start:
+    if lead:
+      checkpoint.check_tokens(workdir, token_counts)
     state, _ = ckpt.restore(start, tr.restore_target())
     if not bool(jax.jit(all_finite)(state)):
       raise ValueError(f"`workdir` {workdir!r}: the checkpoint of step "
@@ -306,7 +311,7 @@ def _train(config, workdir: str, lead: bool) -> dict:
       ckpt.save(done, state, train_loader.position(done))
       if lead and not wrote_config:
         ckpt.manager.wait_until_finished()
-        checkpoint.write_config(workdir, config.to_dict())
+        checkpoint.write_config(workdir, config.to_dict(), token_counts)
         wrote_config = True
   ckpt.close()
   summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
