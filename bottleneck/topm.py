@@ -72,7 +72,14 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 
 def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
             exact_fallback) -> dict:
-  """Checks one instance's candidate certificate (HiGHS if undecided)."""
+  """Checks one instance's candidate certificate (HiGHS if undecided).
+
+  `objective` is a certified bound on t*: an upper bound (max other logit
+  at the certified x) when feasible, a lower bound (the verified dual
+  value) when infeasible, NaN when undecided; `certificate` says which
+  kind of evidence was checked ('embedding', 'global', or 'ball': the
+  weaker, ball-restricted dual bound reported for an undecided instance).
+  """
   start = time.perf_counter()
   verdict, objective, cert = _verify(facts, inst, claim, x, mu, policy, delta)
   source = "admm"
@@ -88,7 +95,8 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
       cert["highs_t"] = sol["t"]
   return {"subset": inst.subset.tolist(), "verdict": verdict,
           "objective": objective, "margin": cert.get("margin"),
-          "certificate_ok": bool(cert.get("ok", False)), "source": source,
+          "certificate_ok": bool(cert.get("ok", False)),
+          "certificate": cert.get("kind"), "source": source,
           "iterations": iterations,
           "radius_over_x_par": cert.get("radius_over_x_par"),
           "rest_mass": cert.get("rest_mass"),

@@ -331,7 +331,9 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
       cert["ok"] = probs["ok"]
       cert.update(rest_mass=probs["rest_mass"],
                   ratio_rel_error=probs["ratio_rel_error"])
-    return ("feasible" if cert["ok"] else "undecided"), cert["t_upper"], cert
+    cert["kind"] = "embedding"
+    return (("feasible", cert["t_upper"], cert) if cert["ok"] else
+            ("undecided", float("nan"), cert))
   if claim == "infeasible":
     ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
@@ -345,5 +347,5 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
     # Only the ball statement holds: reported, but not a global verdict.
     ball.update(kind="ball", ok=False, ball_ok=ball["ok"],
                 global_reason=cert.get("reason"))
-    return "undecided", ball["t_lower"], ball
+    return "undecided", float("nan"), ball
   return "undecided", float("nan"), {"ok": False}
