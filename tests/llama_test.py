@@ -193,6 +193,44 @@ class GGUFLlamaTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, "`model` must be smollm2"):
       registry.run("gradient", model="llama:x")
 
+  def test_hf_folder_matches_numpy_float64(self):
+    import json  # pylint: disable=g-import-not-at-top
+    from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
+    from train import hf_llama  # pylint: disable=g-import-not-at-top
+    folder = self.create_tempdir().full_path
+    w = _weights(3)
+    names = {"q": "self_attn.q_proj", "k": "self_attn.k_proj",
+             "v": "self_attn.v_proj", "o": "self_attn.o_proj",
+             "gate": "mlp.gate_proj", "up": "mlp.up_proj",
+             "down": "mlp.down_proj", "attn_norm": "input_layernorm",
+             "mlp_norm": "post_attention_layernorm"}
+    tensors = {"model.embed_tokens.weight": w["embed"],
+               "model.norm.weight": w["norm"]}
+    for i in range(L):
+      for key, name in names.items():
+        tensors[f"model.layers.{i}.{name}.weight"] = w[f"{i}.{key}"]
+    save_file(tensors, os.path.join(folder, "model.safetensors"))
+    config = {"model_type": "llama", "vocab_size": V, "hidden_size": D,
+              "num_hidden_layers": L, "num_attention_heads": H,
+              "num_key_value_heads": KV, "intermediate_size": F,
+              "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+              "tie_word_embeddings": True}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+      json.dump(config, f)
+    params, cfg = hf_llama.load(folder)
+    ids = np.array([3, 1, 4, 1, 5, 9, 2, 6])
+    got = llama.Llama(cfg).apply(params, ids[None])[0]
+    np.testing.assert_allclose(got, numpy_llama(w, ids), rtol=2e-4,
+                               atol=2e-4)
+    for bad, message in ((dict(config, model_type="gpt_neox"), "model_type"),
+                         (dict(config, rope_scaling={"rope_type": "llama3"}),
+                          "rope_scaling"),
+                         (dict(config, hidden_size=2 * D), "shape")):
+      with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(bad, f)
+      with self.assertRaisesRegex(ValueError, message):
+        hf_llama.load(folder)
+
   def test_bad_files(self):
     tmp = self.create_tempdir().full_path
     with self.assertRaisesRegex(ValueError, "not found"):

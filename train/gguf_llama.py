@@ -85,11 +85,12 @@ def load(path: str):
       else:
         node["kernel" if parts[3] == "weight" else "bias"] = (
             w.T if parts[3] == "weight" else w)
-  _check_shapes(p, cfg, path)
+  check_shapes(p, cfg, path)
   return {"params": p}, cfg, tokenizer(reader, path)
 
 
-def _check_shapes(p, cfg, path):
+def check_shapes(p, cfg, path):
+  """Every parameter the config implies exists with its shape."""
   import jax  # pylint: disable=g-import-not-at-top
   want = jax.eval_shape(lambda: llama.init_params(cfg))["params"]
   flat_want = dict(jax.tree_util.tree_leaves_with_path(want))

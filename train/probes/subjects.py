@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from ml_collections import config_dict
 
-from bottleneck.io import gguf_file
+from bottleneck.io import gguf_file, hf
 from train import data, llama, model as model_lib
 
 
@@ -50,8 +50,9 @@ class Subject:
     return w, (None if b is None else np.asarray(b, np.float64))
 
 
-# Probe windows of a GGUF model: long enough for real context, short enough
-# that a batch of next-token distributions (T x V floats) stays small.
+# Probe windows of a real (GGUF or HF Llama-family) model: long enough for
+# real context, short enough that a batch of next-token distributions
+# (T x V floats) stays small.
 GGUF_WINDOW = 128
 
 
@@ -76,8 +77,13 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
   if bool(workdir) == bool(hf_dir):
     raise ValueError("give exactly one of `model`, `workdir` and `hf_dir`.")
   if hf_dir:
-    from train import hf_gpt2, tokenizers  # pylint: disable=g-import-not-at-top
-    params, cfg = hf_gpt2.load(hf_dir)
+    from train import hf_gpt2, hf_llama, tokenizers  # pylint: disable=g-import-not-at-top
+    kind = hf.read_config(hf_dir, "hf_dir").get("model_type", "gpt2")
+    loader = hf_llama if kind in hf_llama.MODEL_TYPES else hf_gpt2
+    params, cfg = loader.load(hf_dir)
+    if kind in hf_llama.MODEL_TYPES:
+      params = jax.tree.map(jnp.asarray, params)
+      cfg = dataclasses.replace(cfg, block_size=GGUF_WINDOW)
     return Subject(params, cfg, tokenizers.load("hf:" + hf_dir),
                    os.path.basename(os.path.normpath(hf_dir)))
   from train import completions  # pylint: disable=g-import-not-at-top
