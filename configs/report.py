@@ -1,7 +1,8 @@
 """The main job: one report of every reproduced result (`python -m train.report`).
 
 Scales (the `--scale` flag of train.report picks one):
-  quick  2 CPU cores, ~11 minutes (11.4 measured on 2026-11-21, sections
+  quick  2 CPU cores, ~16 minutes (16.4 measured on 2026-11-22 with the
+         global LP certificates; 11.4 before them on 2026-11-21; sections
          timed in the report); GPT-2-size closed forms and simulation
          (projected sampler), small sign-rank sweeps, CPU-sized LPs and
          small trained models.
