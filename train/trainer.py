@@ -28,6 +28,7 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from bottleneck import checks, sharding
+from bottleneck.io import hf
 from train import checkpoint, data, model as model_lib, optim
 from train.probes import hooks
 
@@ -329,7 +330,7 @@ def load_params(workdir: str, config=None):
   """(params, GPTConfig) of the newest checkpoint in a workdir (read-only)."""
   if config is None:
     from ml_collections import config_dict  # pylint: disable=g-import-not-at-top
-    config = config_dict.ConfigDict(checkpoint.hf.read_json(
+    config = config_dict.ConfigDict(hf.read_json(
         os.path.join(workdir, "config.json"), "workdir"))
   tr = Trainer(config)
   ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints, False)
