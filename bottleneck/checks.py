@@ -7,6 +7,7 @@ JAX or as a silent NaN.
 
 from __future__ import annotations
 
+import os
 from typing import Iterable
 
 import numpy as np
@@ -125,3 +126,28 @@ def subset_indices(name: str, subset, N: int) -> np.ndarray:
     raise ValueError(f"`{name}` must not repeat an index; got {idx.size} "
                      f"entries, {np.unique(idx).size} distinct.")
   return idx.astype(np.int64)
+
+
+def memory_bytes() -> int | None:
+  """Memory this process may still use: MemAvailable where /proc/meminfo
+  has it, else the physical memory; None when neither can be read."""
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  try:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  except (ValueError, OSError, AttributeError):
+    return None
+
+
+def fits_in_memory(need: int, what: str, advice: str) -> None:
+  """A clear error, before allocating, when `need` bytes exceed what this
+  machine has available (instead of an OOM kill later)."""
+  have = memory_bytes()
+  if have is not None and need > have:
+    raise ValueError(f"{what} needs about {need / 2**30:.1f} GiB; this "
+                     f"machine has {have / 2**30:.1f} GiB available. {advice}")

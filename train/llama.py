@@ -15,6 +15,7 @@ probes of train/probes/ take either model. Parameters are a plain dict:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import flax.linen as nn
 import jax
@@ -39,6 +40,11 @@ class LlamaConfig:
   dtype: str = "float32"  # Compute dtype: float32 | bfloat16.
   head_bias: bool = False  # Llama heads have none (probes ask).
   head: str = "tied"  # 'tied' | 'untied' (probes ask).
+  # RoPE frequency divisors, one per rotated pair (head_dim / 2 of them):
+  # inv_freq_i = theta^(-2i/h) / divisor_i. () = plain RoPE; Llama-3.1's
+  # scaling and 'linear' come from `rope_divisors` below, GGUF files store
+  # them as the rope_freqs tensor.
+  rope_divisors: tuple = ()
 
   def __post_init__(self):
     for name in ("vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd",
@@ -51,6 +57,10 @@ class LlamaConfig:
     if (self.n_embd // self.n_head) % 2:
       raise ValueError("RoPE needs an even head dimension; got "
                        f"{self.n_embd // self.n_head}.")
+    if self.rope_divisors and len(self.rope_divisors) != self.head_dim // 2:
+      raise ValueError(f"`rope_divisors` needs head_dim / 2 = "
+                       f"{self.head_dim // 2} entries; got "
+                       f"{len(self.rope_divisors)}.")
     object.__setattr__(self, "head", "tied" if self.tied else "untied")
 
   @property
@@ -73,10 +83,60 @@ class RMSNorm(nn.Module):
     return (y * scale[None, None, :]).astype(x.dtype)
 
 
-def rope(x_bthd, theta: float):
-  """Rotary embedding, HF layout: (x_i, x_{i+h/2}) rotate by pos / theta^(2i/h)."""
+def rope_divisors(scaling: dict | None, head_dim: int, theta: float,
+                  where: str = "rope_scaling") -> tuple:
+  """Per-frequency divisors of an HF `rope_scaling` dict (() for none).
+
+  'linear': every frequency / factor. 'llama3' (Llama 3.1+, HF
+  `_compute_llama3_parameters`): wavelengths above
+  original_max_position_embeddings / low_freq_factor are divided by
+  `factor`, those below .../high_freq_factor kept, the band between
+  interpolated smoothly.
+  """
+  if not scaling:
+    return ()
+  kind = scaling.get("rope_type", scaling.get("type", "default"))
+  n = head_dim // 2
+  if kind == "default":
+    return ()
+  try:
+    factor = float(scaling["factor"])
+    if kind == "linear":
+      return (factor,) * n
+    if kind != "llama3":
+      raise ValueError(f"`{where}` rope_type={kind!r} is not supported "
+                       "(default, linear, llama3).")
+    low, high = (float(scaling["low_freq_factor"]),
+                 float(scaling["high_freq_factor"]))
+    old = float(scaling["original_max_position_embeddings"])
+  except (KeyError, TypeError) as e:
+    raise ValueError(f"`{where}` {scaling!r} lacks a numeric field: {e}."
+                     ) from None
+  out = []
+  for i in range(n):
+    wavelen = 2 * math.pi * theta ** (2 * i / head_dim)
+    if wavelen < old / high:
+      out.append(1.0)
+    elif wavelen > old / low:
+      out.append(factor)
+    else:
+      smooth = (old / wavelen - low) / (high - low)
+      out.append(1.0 / ((1 - smooth) / factor + smooth))
+  return tuple(out)
+
+
+def inverse_frequencies(head_dim: int, theta: float, divisors=()):
+  """theta^(-2i/h) / divisor_i for the head_dim / 2 rotated pairs."""
+  inv = 1.0 / theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) /
+                        head_dim)
+  return inv / jnp.asarray(divisors, jnp.float32) if divisors else inv
+
+
+def rope(x_bthd, theta: float, divisors=()):
+  """Rotary embedding, HF layout: (x_i, x_{i+h/2}) rotate by
+  pos * theta^(-2i/h) / divisor_i (RoFormer eq. (34); Llama-3 scaling)."""
   t, h = x_bthd.shape[1], x_bthd.shape[-1]
-  inv = 1.0 / theta ** (jnp.arange(0, h, 2, dtype=jnp.float32) / h)
+  inv = inverse_frequencies(h, theta, divisors)
   ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]  # [T, h/2]
   cos = jnp.cos(ang)[None, :, None, :]
   sin = jnp.sin(ang)[None, :, None, :]
@@ -97,8 +157,10 @@ class Attention(nn.Module):
     q = dense(c.n_head * c.head_dim, "q", c.qkv_bias)(x_btd)
     k = dense(c.n_kv_head * c.head_dim, "k", c.qkv_bias)(x_btd)
     v = dense(c.n_kv_head * c.head_dim, "v", c.qkv_bias)(x_btd)
-    q = rope(q.reshape(b, t, c.n_head, c.head_dim), c.rope_theta)
-    k = rope(k.reshape(b, t, c.n_kv_head, c.head_dim), c.rope_theta)
+    q = rope(q.reshape(b, t, c.n_head, c.head_dim), c.rope_theta,
+             c.rope_divisors)
+    k = rope(k.reshape(b, t, c.n_kv_head, c.head_dim), c.rope_theta,
+             c.rope_divisors)
     v = v.reshape(b, t, c.n_kv_head, c.head_dim)
     group = c.n_head // c.n_kv_head  # Grouped-query: each kv head serves
     k, v = (jnp.repeat(z, group, axis=2) for z in (k, v))  # `group` q heads.

@@ -2,11 +2,14 @@
 
   python -m train.probe --workdir=DIR --probe=gradient --format=json
   python -m train.probe --hf_dir=/path/gpt2 --probe=encoding --data=text:*.txt
-  python -m train.probe --model=smollm2 --data=shakespeare --probe=gradient
+  python -m train.probe --model=smollm2 --text=book.txt --probe=gradient
+  python -m train.probe --model=hf:/path/pythia-160m --dtype=bfloat16 \
+      --probe=encoding
 
---data: synthetic_stories | shakespeare | tinystories:PATH | text:GLOB
-('' = the run's own source); --ood_data likewise (edit probe). The probes
-live in train/probes/.
+--text=PATH: a plain text file; --data: synthetic_stories | shakespeare |
+tinystories:PATH | text:GLOB ('' = the run's own source; the packaged
+Shakespeare for real LLMs); --ood_data likewise (edit/prune probes). The
+probes live in train/probes/.
 """
 
 import json
@@ -27,6 +30,10 @@ def _define_flags():
                       "hf:DIR (instead of --workdir / --hf_dir).")
   flags.DEFINE_enum("probe", "gradient", registry.PROBES, "Which probe.")
   flags.DEFINE_string("data", "", "Text to probe on (see docstring).")
+  flags.DEFINE_string("text", None, "A plain text file to probe on (same "
+                      "as --data=text:PATH).")
+  flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
+                    "Parameter / compute dtype of real checkpoints.")
   flags.DEFINE_string("ood_data", "", "Out-of-domain text for edit/prune "
                       "('' = shakespeare, or synthetic_stories for runs "
                       "trained on shakespeare).")
@@ -40,9 +47,14 @@ def main(argv):
   del argv
   from bottleneck.io import plots  # pylint: disable=g-import-not-at-top
   from train.probes import registry  # pylint: disable=g-import-not-at-top
+  if FLAGS.text and FLAGS.data:
+    raise ValueError("give one of `text` and `data`.")
+  if FLAGS.text and not os.path.isfile(FLAGS.text):
+    raise ValueError(f"`text` {FLAGS.text!r} is not a file.")
+  data = f"text:{FLAGS.text}" if FLAGS.text else FLAGS.data
   numbers, figures = registry.run(FLAGS.probe, FLAGS.workdir, FLAGS.hf_dir,
-                                  FLAGS.data, FLAGS.ood_data, FLAGS.windows,
-                                  FLAGS.seed, FLAGS.model)
+                                  data, FLAGS.ood_data, FLAGS.windows,
+                                  FLAGS.seed, FLAGS.model, FLAGS.dtype)
   print(cli.to_json({"probe": FLAGS.probe, **numbers}))
   if FLAGS.plot:
     stem, ext = os.path.splitext(FLAGS.plot)

@@ -49,6 +49,18 @@ class MatrixFacts:
     self.a = np.asarray(a, np.float64)
     self.row_norms = np.linalg.norm(self.a, axis=1)
     self.col_absmax = np.max(np.abs(self.a), axis=0)
+    self._twins = None
+
+  @property
+  def twins(self) -> np.ndarray:
+    """Per row, the id of its group of bit-identical rows (-1: unique).
+    Trained heads have such rows (SmolLM2-135M: 15 rows in 4 groups)."""
+    if self._twins is None:
+      _, inv, counts = np.unique(self.a, axis=0, return_inverse=True,
+                                 return_counts=True)
+      inv = inv.ravel()
+      self._twins = np.where(counts[inv] > 1, inv, -1)
+    return self._twins
 
 
 def _facts(a) -> MatrixFacts:
@@ -311,6 +323,29 @@ class Policy:
   ratio_rtol: float = 1e-6
 
 
+def check_twin_rows(a, subset, y, threshold: float) -> dict | None:
+  """INFEASIBLE by identical rows: if row j outside S equals row i in S bit
+  for bit, then a_j . x = a_i . x = y_i for every x with A_S x = y, so
+  t* >= y_i; with y_i >= threshold no embedding makes S the strict top m.
+  (The LP dual point lam = e_i, mu = e_j, exact.) None if no such pair."""
+  facts = _facts(a)
+  subset = np.asarray(subset)
+  twins = facts.twins
+  groups = twins[subset]
+  if not (groups >= 0).any():
+    return None
+  y = np.asarray(y, np.float64)
+  outside = np.ones(len(twins), bool)
+  outside[subset] = False
+  for k in np.flatnonzero(groups >= 0):
+    rows = np.flatnonzero((twins == groups[k]) & outside)
+    if rows.size and y[k] >= threshold:
+      return {"ok": True, "kind": "twin_rows", "t_lower": float(y[k]),
+              "row_in_subset": int(subset[k]), "row_outside": int(rows[0]),
+              "margin": float(y[k] - threshold)}
+  return None
+
+
 def verify(a, subset, y, threshold: float, claim: str, x, mu,
            policy: Policy = Policy(), p=None, scale: float | None = None,
            delta: float = 0.1) -> tuple[str, float, dict]:
@@ -321,8 +356,13 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
   'infeasible' with the multipliers mu, anything else: nothing). The
   verdict is 'feasible' / 'infeasible' only if the float64 check passes,
   else 'undecided'. With `p` (prescribed probabilities, scale s of eq. 17)
-  a feasible x must also pass `check_probabilities`.
+  a feasible x must also pass `check_probabilities`. Whatever the claim,
+  a row outside S identical to a row of S with y_i >= threshold decides
+  INFEASIBLE first (`check_twin_rows`).
   """
+  twin = check_twin_rows(a, subset, y, threshold)
+  if twin is not None:
+    return "infeasible", twin["t_lower"], twin
   if claim == "feasible":
     cert = check_feasible(a, subset, y, x, threshold)
     if cert["ok"] and p is not None:

@@ -14,7 +14,7 @@ import numpy as np
 from bottleneck import encoding
 from train import data, model as model_lib, trainer
 from train.probes import plots
-from train.probes.subjects import Subject, forward
+from train.probes.subjects import Subject, forward, mean_probabilities
 
 
 def _embeddings(subject: Subject):
@@ -26,8 +26,7 @@ def _embeddings(subject: Subject):
 
 def encoding_probe(subject: Subject, x):
   """Seed 003 Table 1 and Fig. 3 on the detect set x."""
-  _, p = forward(subject, x)
-  alpha = encoding.average_distribution([p])
+  alpha = mean_probabilities(subject, x)
   out = encoding.probability_mlr(alpha, _embeddings(subject))
   fit = out.pop("fit")
   w, _ = subject.head()
@@ -35,10 +34,8 @@ def encoding_probe(subject: Subject, x):
              tied=subject.cfg.head == "tied", V=int(w.shape[0]),
              D=int(w.shape[1]))
   if subject.cfg.head != "tied":  # Input embeddings too (untied models).
-    table = subject.params["params"]["embed" if subject.is_llama else "wte"]
-    wte = np.asarray(table["embedding"], np.float64)
-    out["adj_r2_input_embeddings"] = encoding.mlr(-np.log(alpha),
-                                                  wte)["adj_r2"]
+    out["adj_r2_input_embeddings"] = encoding.mlr(
+        -np.log(alpha), subject.input_embeddings())["adj_r2"]
   prof = encoding.spearman_profiles(alpha, w)
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
@@ -145,13 +142,17 @@ def prune_probe(subject: Subject, x_detect, x_ood,
   return out, {"prune": plots.prune(out)}
 
 
-def _alpha_from(h, w, b, chunk: int = 4096):
+def _alpha_from(h, w, b, chunk: int = 1024):
+  """Mean softmax(h W^T + b) over the rows of h: float32 products (the
+  removal curves compare KLs far above float32 round-off), float64 sums."""
+  w32 = np.asarray(w, np.float32)
   total = np.zeros(w.shape[0])
   for i in range(0, len(h), chunk):
-    logits = h[i:i + chunk] @ w.T + (0.0 if b is None else b)
+    logits = np.asarray(h[i:i + chunk], np.float32) @ w32.T + (
+        0.0 if b is None else np.asarray(b, np.float32))
     logits -= logits.max(1, keepdims=True)
     p = np.exp(logits)
-    total += (p / p.sum(1, keepdims=True)).sum(0)
+    total += (p / p.sum(1, keepdims=True)).sum(0, dtype=np.float64)
   return total / len(h)
 
 

@@ -9,10 +9,10 @@ PROBES = ("gradient", "encoding", "edit", "prune", "frequency", "cumulative",
 
 
 def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
-        n_windows: int = 64, seed: int = 0, model=None):
-  """(numbers, figures) of one probe on a run folder, an HF GPT-2 folder or
-  a `model` spec (smollm2 | gguf:PATH | run:DIR | hf:DIR)."""
-  subject = subjects.load_subject(workdir, hf_dir, model)
+        n_windows: int = 64, seed: int = 0, model=None, dtype="float32"):
+  """(numbers, figures) of one probe on a run folder, an HF folder or a
+  `model` spec (smollm2 | gguf:PATH | run:DIR | hf:DIR)."""
+  subject = subjects.load_subject(workdir, hf_dir, model, dtype)
   if probe == "frequency":
     return encoding.frequency_probe(subject)
   if probe == "rowstats":

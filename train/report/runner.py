@@ -16,8 +16,8 @@ import sys
 import time
 
 from bottleneck.io import cli
-from train.report import (seed001_bounds, seed001_lp, seed001_trained,
-                          seed002, seed003, seed004)
+from train.report import (real_llm, seed001_bounds, seed001_lp,
+                          seed001_trained, seed002, seed003, seed004)
 
 SECTIONS = {  # In report order.
     "table1": seed001_bounds.table1,
@@ -34,6 +34,7 @@ SECTIONS = {  # In report order.
     "spamlang": seed002.spamlang_sweep,
     "encoding": seed003.encoding_section,
     "appendices": seed001_trained.appendices,
+    "real_llm": real_llm.real_llm,
 }
 
 
