@@ -87,10 +87,18 @@ def spearman_profiles(alpha_v, e_vxd) -> dict:
   centred = e - e.mean(0)
   _, s, vt = np.linalg.svd(centred, full_matrices=False)
   scores = centred @ vt.T
-  corr = lambda col: abs(stats.spearmanr(col, alpha).statistic)
-  return {"pc_abs_spearman": np.array([corr(c) for c in scores.T]),
+  r_alpha = stats.rankdata(alpha)
+  r_alpha -= r_alpha.mean()
+
+  def abs_spearman(cols_vxk):  # Pearson r of average ranks, per column.
+    ranks = stats.rankdata(cols_vxk, axis=0)
+    ranks -= ranks.mean(0)
+    return np.abs(ranks.T @ r_alpha) / (
+        np.linalg.norm(ranks, axis=0) * np.linalg.norm(r_alpha))
+
+  return {"pc_abs_spearman": abs_spearman(scores),
           "pc_variance_ratio": s**2 / np.sum(s**2),
-          "dim_abs_spearman": np.array([corr(c) for c in e.T])}
+          "dim_abs_spearman": abs_spearman(e)}
 
 
 def edit_weights(slopes, p_values, b: float) -> np.ndarray:

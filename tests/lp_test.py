@@ -13,17 +13,22 @@ from bottleneck.lp import admm, certificates, instances
 from bottleneck.lp import exact as lp_exact
 
 
-def _linprog_t(a, subset, y):
-  """t* of min t s.t. A_S x = y, A_R x <= t, by scipy's HiGHS (reference)."""
+def _linprog_result(a, subset, y):
+  """scipy's HiGHS on min t s.t. A_S x = y, A_R x <= t (the reference)."""
   n, d = a.shape
   rest = np.setdiff1d(np.arange(n), subset)
   c = np.zeros(d + 1)
   c[-1] = 1.0
   a_ub = np.hstack([a[rest], -np.ones((rest.size, 1))])
   a_eq = np.hstack([a[subset], np.zeros((subset.size, 1))])
-  res = optimize.linprog(c, A_ub=a_ub, b_ub=np.zeros(rest.size), A_eq=a_eq,
-                         b_eq=y, bounds=[(None, None)] * (d + 1),
-                         method="highs")
+  return optimize.linprog(c, A_ub=a_ub, b_ub=np.zeros(rest.size), A_eq=a_eq,
+                          b_eq=y, bounds=[(None, None)] * (d + 1),
+                          method="highs")
+
+
+def _linprog_t(a, subset, y):
+  """t* by scipy's HiGHS (reference)."""
+  res = _linprog_result(a, subset, y)
   assert res.status == 0, res.message
   return res.fun
 
@@ -172,6 +177,28 @@ class CertificateTest(absltest.TestCase):
     a[7 if 7 not in subset else 8, 0] = np.nextafter(a[subset[1], 0], 9.0)
     self.assertIsNone(certificates.check_twin_rows(a, subset, self.easy.y,
                                                    1.0))
+
+  def test_unbounded_lp_reported_with_a_ray(self):
+    # Every row outside S strictly below the hyperplane e_1 = 0 and S on it:
+    # v = e_1 has A_S v = 0, A_R v < 0, so t* = -inf (HiGHS: unbounded).
+    a = self.a.copy()
+    subset = self.hard.subset
+    a[:, 0] = -1.0 - np.abs(a[:, 0])
+    a[subset, 0] = 0.0
+    res = _linprog_result(a, subset, self.hard.y)
+    self.assertEqual(res.status, 3, res.message)  # HiGHS: unbounded.
+    (detail,) = topm.solve(a, [self.hard], batch=1)
+    self.assertEqual(detail["verdict"], "feasible")
+    self.assertEqual(detail["objective"], -np.inf)
+    self.assertIn("ray", detail["certificate"])
+    # One row of R above the hyperplane: no ray exists, none is accepted.
+    rest = np.setdiff1d(np.arange(a.shape[0]), subset)
+    a[rest[0], 0] = 0.5
+    x = np.zeros(a.shape[1])
+    x[0] = 1.0  # The ray e_1.
+    self.assertFalse(certificates.check_unbounded(a, subset, x)["ok"])
+    a[rest[0], 0] = -1.0
+    self.assertTrue(certificates.check_unbounded(a, subset, x)["ok"])
 
   def test_feasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.easy.subset, self.easy.y)

@@ -54,8 +54,18 @@ class MutationTest(absltest.TestCase):
         ("check_feasible", "test_feasible_certificate_and_tampering"),
         ("check_infeasible_global",
          "test_global_certificate_rejects_tampering"),
-        ("check_probabilities", "test_probabilities_checked")):
+        ("check_probabilities", "test_probabilities_checked"),
+        ("check_unbounded", "test_unbounded_lp_reported_with_a_ray")):
       with _swapped(certificates, name, accept(getattr(certificates, name))):
+        self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
+                           msg=name)
+
+  def test_checks_that_never_decide_are_caught(self):
+    for name, never, guard in (
+        ("check_twin_rows", None, "test_twin_rows_decide_infeasible"),
+        ("check_unbounded", {"ok": False, "kind": "ray"},
+         "test_unbounded_lp_reported_with_a_ray")):
+      with _swapped(certificates, name, lambda *a, _v=never, **k: _v):
         self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
                            msg=name)
 

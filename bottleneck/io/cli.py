@@ -67,8 +67,10 @@ def _jsonable(value: Any) -> Any:
     return int(value)
   if isinstance(value, np.floating):
     value = float(value)
-  if isinstance(value, float) and not np.isfinite(value):
-    return None  # JSON has no NaN/inf; None marks "undefined here".
+  if isinstance(value, float) and np.isnan(value):
+    return None  # JSON has no NaN; None marks "undefined here".
+  if isinstance(value, float) and np.isinf(value):
+    return "-inf" if value < 0 else "inf"  # e.g. t* of an unbounded LP.
   if isinstance(value, np.bool_):
     return bool(value)
   return value

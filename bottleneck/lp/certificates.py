@@ -259,6 +259,41 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
   return cert
 
 
+def _enclose(m_mat, z, b):
+  """An exact solution of M z = b next to a float z~ (Rump-style).
+
+  z* = z~ + M^T w*, (M M^T) w* = b - M z~, exists and obeys |z* - z~|_i <=
+  (sum_j |M_ji|) |w*|_inf with |w*|_inf <= |R|_inf |b - M z~|_inf /
+  (1 - alpha), for a float R ~ (M M^T)^{-1} and a rigorous alpha >=
+  |I - R M M^T|_inf < 1; every float product bounded by gamma_n |.| |.|.
+  Returns (z~ refined, the enclosure radius per entry, alpha, residual) or
+  the reason it failed (a string).
+  """
+  n, p = m_mat.shape
+  abs_m = np.abs(m_mat)
+  gram = m_mat @ m_mat.T
+  try:
+    r_inv = np.linalg.inv(gram)
+  except np.linalg.LinAlgError:
+    return "M M^T is numerically singular"
+  for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
+    z = z + m_mat.T @ (r_inv @ (b - m_mat @ z))
+  r = b - m_mat @ z
+  r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
+                               p)
+  abs_r = np.abs(r_inv)
+  eye_minus = np.eye(n) - r_inv @ gram
+  alpha = float(np.max(_upper(
+      np.abs(eye_minus) + _gamma(n) * (abs_r @ np.abs(gram)) +
+      _gamma(p) * (abs_r @ (abs_m @ abs_m.T)), 2 * p).sum(axis=1)))
+  if not alpha < 1.0:
+    return f"verification failed: |I - R M M^T| bound {alpha:.3g} >= 1"
+  w_bound = _upper(np.max(abs_r.sum(axis=1)) * np.max(r_bound), n) / (
+      1.0 - alpha)
+  z_err = _upper(abs_m.sum(axis=0) * w_bound, n)
+  return z, z_err, alpha, r
+
+
 def _verify_dual(a, subset, y, mu, support, threshold):
   """check_infeasible_global on a fixed support K of mu."""
   d, m = a.shape[1], subset.size
@@ -275,29 +310,11 @@ def _verify_dual(a, subset, y, mu, support, threshold):
   z = np.concatenate([lam, mu_k])
   b = np.zeros(d + 1)
   b[d] = 1.0
-  p = m + support.size
-  abs_m = np.abs(m_mat)
-  gram = m_mat @ m_mat.T
-  try:
-    r_inv = np.linalg.inv(gram)
-  except np.linalg.LinAlgError:
-    return fail("M M^T is numerically singular")
-  for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
-    z = z + m_mat.T @ (r_inv @ (b - m_mat @ z))
+  enclosed = _enclose(m_mat, z, b)
+  if isinstance(enclosed, str):
+    return fail(enclosed)
+  z, z_err, alpha, r = enclosed
   lam, mu_k = z[:m], z[m:]
-  r = b - m_mat @ z
-  r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
-                               p)
-  abs_r = np.abs(r_inv)
-  eye_minus = np.eye(d + 1) - r_inv @ gram
-  alpha = float(np.max(_upper(
-      np.abs(eye_minus) + _gamma(d + 1) * (abs_r @ np.abs(gram)) +
-      _gamma(p) * (abs_r @ (abs_m @ abs_m.T)), 2 * p).sum(axis=1)))
-  if not alpha < 1.0:
-    return fail(f"verification failed: |I - R M M^T| bound {alpha:.3g} >= 1")
-  w_bound = _upper(np.max(abs_r.sum(axis=1)) * np.max(r_bound), d + 1) / (
-      1.0 - alpha)
-  z_err = _upper(abs_m.sum(axis=0) * w_bound, d + 1)
   mu_lower = float(np.min(mu_k - z_err[m:]))
   value = float(y @ lam)
   value_lower = value - _upper(_gamma(m) * (np.abs(y) @ np.abs(lam)) +
@@ -346,6 +363,45 @@ def check_twin_rows(a, subset, y, threshold: float) -> dict | None:
   return None
 
 
+def check_unbounded(a, subset, x) -> dict:
+  """t* = -inf (the LP is unbounded), proven by a ray.
+
+  A direction v with A_S v = 0 and A_R v < 0 moves any embedding with
+  A_S x = y so that every other logit falls without bound while the logits
+  on S stay y_S: S is the top m with any margin (and prescribed
+  probabilities on S hold with any delta). The candidate v~ is the part of
+  `x` (the solver's last iterate: ADMM's iterates diverge along such a ray)
+  orthogonal to the rows of A_S; the exact v* = v~ + A_S^T w* with
+  A_S v* = 0 is enclosed (`_enclose`), and a_j . v* < 0 is checked for
+  every j outside S with rounding bounds (|a_j| |v| via Cauchy-Schwarz).
+  Trained heads with every row in one open half-space have such rays.
+  """
+  facts = _facts(a)
+  full, subset = facts.a, np.asarray(subset)
+  d = full.shape[1]
+  fail = lambda reason: {"ok": False, "kind": "ray", "reason": reason}
+  a_s = full[subset]
+  q, _ = np.linalg.qr(a_s.T)
+  v = np.asarray(x, np.float64)
+  v = v - q @ (q.T @ v)
+  size = float(np.linalg.norm(v))
+  if not (np.isfinite(size) and size > 0):
+    return fail("no component outside the row space of A_S")
+  enclosed = _enclose(a_s, v / size, np.zeros(subset.size))
+  if isinstance(enclosed, str):
+    return fail(enclosed)
+  v, v_err, alpha, _ = enclosed
+  v_norm = float(np.linalg.norm(v))
+  slack = _upper(_gamma(d) * facts.row_norms * v_norm +
+                 facts.row_norms * float(np.linalg.norm(v_err)), d)
+  bound = full @ v + slack
+  bound[subset] = -np.inf
+  worst = float(bound.max())
+  return {"ok": bool(worst < 0.0), "kind": "ray", "ray_max_other": worst,
+          "alpha": alpha, "ray": v, "reason": None if worst < 0.0 else
+          f"some row outside S has a_j . v >= {worst:.3g}"}
+
+
 def verify(a, subset, y, threshold: float, claim: str, x, mu,
            policy: Policy = Policy(), p=None, scale: float | None = None,
            delta: float = 0.1) -> tuple[str, float, dict]:
@@ -372,8 +428,13 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
       cert.update(rest_mass=probs["rest_mass"],
                   ratio_rel_error=probs["ratio_rel_error"])
     cert["kind"] = "embedding"
-    return (("feasible", cert["t_upper"], cert) if cert["ok"] else
-            ("undecided", float("nan"), cert))
+    if cert["ok"]:
+      ray = check_unbounded(a, subset, x)
+      if ray["ok"]:  # Stronger: t* = -inf, not just below the threshold.
+        cert.update(kind="embedding+ray", ray_max_other=ray["ray_max_other"])
+        return "feasible", -np.inf, cert
+      return "feasible", cert["t_upper"], cert
+    return _ray_or_undecided(a, subset, x, cert)
   if claim == "infeasible":
     ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
@@ -387,5 +448,16 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
     # Only the ball statement holds: reported, but not a global verdict.
     ball.update(kind="ball", ok=False, ball_ok=ball["ok"],
                 global_reason=cert.get("reason"))
-    return "undecided", float("nan"), ball
-  return "undecided", float("nan"), {"ok": False}
+    return _ray_or_undecided(a, subset, x, ball)
+  return _ray_or_undecided(a, subset, x, {"ok": False})
+
+
+def _ray_or_undecided(a, subset, x, evidence):
+  """An instance no check decided: FEASIBLE with t* = -inf if the iterate
+  x holds a ray (`check_unbounded`), else UNDECIDED with `evidence`."""
+  if x is not None and np.all(np.isfinite(x)):
+    ray = check_unbounded(a, subset, x)
+    if ray["ok"]:
+      ray.pop("ray")
+      return "feasible", -np.inf, ray
+  return "undecided", float("nan"), evidence
