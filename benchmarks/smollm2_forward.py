@@ -20,16 +20,7 @@ import numpy as np
 
 from train import corpora, gguf_llama, llama
 from bottleneck.io import gguf_file
-
-PROSE = (
-    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in "
-    "Paris, France. It is named after the engineer Gustave Eiffel, whose "
-    "company designed and built the tower from 1887 to 1889. It was "
-    "constructed as the centrepiece of the 1889 World's Fair, and to crown "
-    "the centennial anniversary of the French Revolution. Although initially "
-    "criticised by some of France's leading artists and intellectuals for "
-    "its design, it has since become a global cultural icon of France and "
-    "one of the most recognisable structures in the world.")
+from train.report.real_llm import PROSE
 
 
 def perplexity(fn, params, ids) -> float:

@@ -79,25 +79,45 @@ def probability_mlr(alpha_v, e_vxd, seed: int = 0) -> dict:
           "shuffled_adj_r2": mlr(rng.permutation(y), e_vxd)["adj_r2"]}
 
 
+def average_ranks(rows_kxn) -> np.ndarray:
+  """1-based ranks along each row, ties given their average rank (as
+  scipy.stats.rankdata, vectorised over rows: one argsort)."""
+  rows = np.asarray(rows_kxn, np.float64)
+  k, n = rows.shape
+  order = np.argsort(rows, axis=1)
+  ordered = np.take_along_axis(rows, order, 1)
+  new = np.ones((k, n), bool)  # A new value starts a tie group.
+  new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+  group = np.cumsum(new.ravel()) - 1  # Groups never span two rows.
+  starts = np.tile(np.arange(n), k)[new.ravel()]
+  average = starts + (np.bincount(group) - 1) / 2.0 + 1.0
+  out = np.empty((k, n))
+  np.put_along_axis(out, order, average[group].reshape(k, n), 1)
+  return out
+
+
 def spearman_profiles(alpha_v, e_vxd) -> dict:
   """Fig. 3: |Spearman r| of alpha with each principal component (sorted by
-  variance) and with each original dimension, and PCA variance ratios."""
+  variance) and with each original dimension, and PCA variance ratios.
+  Spearman r = Pearson r of average ranks; PCA from the eigenvectors of
+  the centred Gram matrix (D x D)."""
   e = np.asarray(e_vxd, np.float64)
   alpha = np.asarray(alpha_v, np.float64)
   centred = e - e.mean(0)
-  _, s, vt = np.linalg.svd(centred, full_matrices=False)
-  scores = centred @ vt.T
-  r_alpha = stats.rankdata(alpha)
+  var, vecs = np.linalg.eigh(centred.T @ centred)
+  var, vecs = np.clip(var[::-1], 0.0, None), vecs[:, ::-1]
+  scores = centred @ vecs
+  r_alpha = average_ranks(alpha[None])[0]
   r_alpha -= r_alpha.mean()
 
-  def abs_spearman(cols_vxk):  # Pearson r of average ranks, per column.
-    ranks = stats.rankdata(cols_vxk, axis=0)
-    ranks -= ranks.mean(0)
-    return np.abs(ranks.T @ r_alpha) / (
-        np.linalg.norm(ranks, axis=0) * np.linalg.norm(r_alpha))
+  def abs_spearman(cols_vxk):  # One row of ranks per column.
+    ranks = average_ranks(np.ascontiguousarray(cols_vxk.T))
+    ranks -= ranks.mean(1, keepdims=True)
+    return np.abs(ranks @ r_alpha) / (
+        np.linalg.norm(ranks, axis=1) * np.linalg.norm(r_alpha))
 
   return {"pc_abs_spearman": abs_spearman(scores),
-          "pc_variance_ratio": s**2 / np.sum(s**2),
+          "pc_variance_ratio": var / np.sum(var),
           "dim_abs_spearman": abs_spearman(e)}
 
 

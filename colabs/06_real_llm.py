@@ -58,7 +58,8 @@ print("head", w.shape, "| tokens probed", x.size)
 # %%
 check = real_llm.sanity(subject, x, y, "The capital of France is", 12)
 display(Markdown(f"Perplexity on the probed Shakespeare: "
-                 f"**{check['perplexity']:.1f}**; greedy: "
+                 f"**{check['perplexity']:.1f}**; on modern prose: "
+                 f"**{check['perplexity_prose']:.1f}**; greedy: "
                  f"*{check['prompt']}{check['continuation']}*"))
 
 # %% [markdown]

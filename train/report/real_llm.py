@@ -33,13 +33,31 @@ PAPER = {
 }
 
 
+# Modern encyclopaedia-style English written for this project (96 words),
+# next to the packaged Shakespeare (First Folio spelling).
+PROSE = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in "
+    "Paris, France. It is named after the engineer Gustave Eiffel, whose "
+    "company designed and built the tower from 1887 to 1889. It was "
+    "constructed as the centrepiece of the 1889 World's Fair, and to crown "
+    "the centennial anniversary of the French Revolution. Although initially "
+    "criticised by some of France's leading artists and intellectuals for "
+    "its design, it has since become a global cultural icon of France and "
+    "one of the most recognisable structures in the world.")
+
+
 def sanity(subject, x, y, prompt: str, new_tokens: int):
-  """Perplexity on the probed text and a greedy continuation of `prompt`."""
+  """Perplexity on the probed text and on PROSE, and a greedy continuation
+  of `prompt`."""
   nll = subjects.token_nll(subject, x, y)
+  prose = np.asarray(subject.tokenizer.encode(PROSE))[
+      :subject.cfg.block_size + 1]
+  prose_nll = subjects.token_nll(subject, prose[None, :-1], prose[None, 1:])
   ids = subject.tokenizer.encode(prompt)
   out = generate.complete(subject.params, subject.model, subject.cfg, [ids],
                           new_tokens)[0]
   return {"perplexity": float(math.exp(nll.mean())), "tokens": int(nll.size),
+          "perplexity_prose": float(math.exp(prose_nll.mean())),
           "prompt": prompt, "continuation": subject.tokenizer.decode(out)}
 
 
@@ -126,7 +144,8 @@ def real_llm(config, outdir: str) -> Section:
       f"probed on {x.size} tokens of `{c.data or 'shakespeare'}` "
       f"({len(x)} windows of {x.shape[1]}).",
       f"**Loaded right?** Perplexity {check['perplexity']:.1f} on the "
-      f"probed text; greedy continuation of \"{check['prompt']}\": "
+      f"probed text, {check['perplexity_prose']:.1f} on a modern "
+      "encyclopaedia-style paragraph (`real_llm.PROSE`); greedy continuation of \"{check['prompt']}\": "
       f"\"{check['continuation'].strip()}\".",
       table(results, ["result", "ours", "paper"]),
       _editing_reading(b2, edit["unedited_error"]),
