@@ -27,7 +27,7 @@ cmd=${1:-report}
 [ $# -gt 0 ] && shift
 case "$cmd" in
   report) exec "$PY" -m train.report "$@" ;;
-  test) exec "$PY" -m pytest -n 2 "$@" ;;
+  test) exec "$PY" -m pytest -n 2 --dist worksteal "$@" ;;
   setup) ;;
   *) echo "usage: sh run.sh report|test|setup [args]" >&2; exit 2 ;;
 esac
