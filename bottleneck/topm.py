@@ -15,6 +15,7 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import NamedTuple
@@ -23,7 +24,7 @@ import numpy as np
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import admm, certificates, exact, stream
+from bottleneck.lp import admm, certificates, exact, polish, stream
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
@@ -33,16 +34,24 @@ __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
 def solve(a, instances, settings: admm.Settings = admm.Settings(),
           batch: int = 32, exact_fallback: bool = False, delta: float = 0.1,
           devices=None, progress: bool = False, m_pad: int | None = None,
-          policy: certificates.Policy = certificates.Policy()) -> list[dict]:
+          policy: certificates.Policy = certificates.Policy(),
+          first_check: int | None = 100) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
 
   `batch` slots iterate together with continuous batching (lp.stream). One
   compile per (matrix shape, batch, m_pad); m_pad defaults to the largest m
-  (pass a fixed one to reuse a compile).
+  (pass a fixed one to reuse a compile). Every instance still running at
+  age first_check * 2^k is checked in float64 (the vertex its largest
+  logits name, `polish.vertex`, as a FEASIBLE certificate; its dual iterate
+  as a global INFEASIBLE one, `polish.dual`; a ray) and stops as soon as
+  one holds
+  (`first_check=None`: only the solver's own in-loop nominations).
   """
   if not instances:
     return []
   checks.positive_int("batch", batch)
+  if first_check is not None:
+    checks.positive_int("first_check", first_check)
   a64 = checks.finite_array("matrix", a, ndim=2).astype(np.float64)
   facts = certificates.MatrixFacts(a64)
   d = a64.shape[1]
@@ -59,9 +68,27 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   shared, basis = admm.prepare(a64)
   meter = cli.Progress(len(instances), "LP instances") if progress else None
   details = [None] * len(instances)
-  for done, out in enumerate(stream.run(shared, instances, settings, batch,
-                                        m_pad, mesh), start=1):
-    details[out.index] = _decide(
+  early = dataclasses.replace(policy, support_factors=policy.support_factors[
+      :1])  # Mid-run: the first support only (a failed try costs little).
+
+  def decide(index, x_rot, u, age):  # Host checks of a running instance.
+    start = time.perf_counter()
+    inst = instances[index]
+    x = admm.to_original(basis, x_rot)
+    x_v = polish.vertex(facts, inst.subset, inst.y, x)
+    if x_v is not None and certificates.check_feasible(
+        facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
+      out = _verify(facts, inst, "feasible", x_v, None, early, delta)
+      if out[0] != "undecided":
+        return _detail(inst, *out, "admm", age, start)
+    out = _verify(facts, inst, "infeasible", x, u, early, delta)
+    return None if out[0] == "undecided" else _detail(inst, *out, "admm",
+                                                      age, start)
+
+  runs = stream.run(shared, instances, settings, batch, m_pad, mesh,
+                    decide if first_check else None, first_check or 100)
+  for done, out in enumerate(runs, start=1):
+    details[out.index] = out.decided or _decide(
         facts, instances[out.index], out.claim,
         admm.to_original(basis, out.x_rot), out.mu, out.iterations, policy,
         delta, exact_fallback)
@@ -86,13 +113,23 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
   if verdict == "undecided" and exact_fallback:
     sol = exact.solve(facts.a, inst.subset, inst.y)
     source = "highs"
-    if sol["status"] != "Optimal":
+    if sol["status"] == "Unbounded" and sol["ray"] is not None:
+      cert = certificates.check_unbounded(facts, inst.subset, sol["ray"])
+      cert.pop("ray")
+      verdict, objective = (("feasible", -np.inf) if cert["ok"] else
+                            ("undecided", float("nan")))
+    elif sol["status"] != "Optimal":
       verdict, objective, cert = "undecided", float("nan"), {"ok": False}
     else:
       claim = "feasible" if sol["t"] < inst.threshold else "infeasible"
       verdict, objective, cert = _verify(facts, inst, claim, sol["x"],
                                          sol["mu"], policy, delta)
       cert["highs_t"] = sol["t"]
+  return _detail(inst, verdict, objective, cert, source, iterations, start)
+
+
+def _detail(inst: Instance, verdict, objective, cert, source, iterations,
+            start) -> dict:
   return {"subset": inst.subset.tolist(), "verdict": verdict,
           "objective": objective, "margin": cert.get("margin"),
           "certificate_ok": bool(cert.get("ok", False)),
@@ -104,6 +141,8 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
 
 
 def _verify(facts, inst: Instance, claim, x, mu, policy, delta):
+  """certificates.verify on one instance (mu may be a raw dual iterate:
+  verify clips it to >= 0 and zeroes it on S)."""
   return certificates.verify(facts, inst.subset, inst.y, inst.threshold,
                              claim, x, mu, policy, inst.p, inst.scale, delta)
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from bottleneck import bounds, topm
 from bottleneck.io import matrices, plots
-from bottleneck.lp import certificates
+from bottleneck.lp import certificates, polish
 from bottleneck.lp import exact as lp_exact
 
 # %% [markdown]
@@ -122,7 +122,7 @@ print({k: v for k, v in cert.items() if k != "x"})
 # %%
 hard = topm.make_instances(1000, 20, 1, "logits", rng)[0]
 sol = lp_exact.solve(small, hard.subset, hard.y)
-mu = certificates.polish(small, hard.subset, sol["mu"], sol["x"])
+mu = polish.dual(small, hard.subset, sol["mu"], sol["x"])
 cert = certificates.check_infeasible(small, hard.subset, hard.y, mu, 1.0)
 print("t* (HiGHS) =", round(sol["t"], 4))
 print("support of mu:", int((mu > 0).sum()), "tokens (d - m + 1 =",

@@ -1,15 +1,16 @@
 """Top-m LP: ADMM verdicts and certificates against scipy/HiGHS."""
 
 import dataclasses
+from unittest import mock
 
 from absl.testing import absltest, parameterized
 import jax
 import numpy as np
 from scipy import optimize
 
-from bottleneck import topm
+from bottleneck import sharding, topm
 from bottleneck.io import matrices
-from bottleneck.lp import admm, certificates, instances
+from bottleneck.lp import admm, certificates, instances, polish, stream
 from bottleneck.lp import exact as lp_exact
 
 
@@ -101,6 +102,24 @@ class AgreementTest(parameterized.TestCase):
         decided_near += det["verdict"] != "undecided"
     self.assertGreater(decided_near, 0)  # The test is not vacuous.
 
+  def test_host_checks_decide_band_instances_early(self):
+    # m where t* of random subsets is within a few % of 1 (the transition
+    # band): ADMM's in-loop nominations are slow there; the float64 host
+    # checks of the running iterates (polish.vertex, polish.dual + the
+    # global dual certificate) decide sooner, and never wrongly.
+    a = _matrix(1500, 48, 21)
+    insts = _instances(a, (8, 9), 8, "logits", 7)
+    truth = [_linprog_t(a, it.subset, it.y) for it in insts]
+    self.assertGreaterEqual(sum(abs(t - 1.0) < 0.05 for t in truth), 5)
+    early = topm.solve(a, insts, batch=8, first_check=20)
+    late = topm.solve(a, insts, batch=8, first_check=None)
+    for t_star, det in zip(truth, early):
+      self.assertNotEqual(det["verdict"], "undecided")
+      self.assertTrue(det["certificate_ok"])
+      self.assertEqual(det["verdict"] == "feasible", t_star < 1.0)
+    self.assertLess(sum(x["iterations"] for x in early),
+                    0.7 * sum(x["iterations"] for x in late))
+
   def test_iteration_cap_gives_undecided_not_wrong(self):
     a = _matrix(1500, 48, 3)
     insts = _instances(a, (12, 16), 4, "logits", 2)
@@ -191,6 +210,10 @@ class CertificateTest(absltest.TestCase):
     self.assertEqual(detail["verdict"], "feasible")
     self.assertEqual(detail["objective"], -np.inf)
     self.assertIn("ray", detail["certificate"])
+    # HiGHS (the exact fallback) reports it with a ray that checks too.
+    sol = lp_exact.solve(a, subset, self.hard.y)
+    self.assertEqual((sol["status"], sol["t"]), ("Unbounded", -np.inf))
+    self.assertTrue(certificates.check_unbounded(a, subset, sol["ray"])["ok"])
     # One row of R above the hyperplane: no ray exists, none is accepted.
     rest = np.setdiff1d(np.arange(a.shape[0]), subset)
     a[rest[0], 0] = 0.5
@@ -199,6 +222,18 @@ class CertificateTest(absltest.TestCase):
     self.assertFalse(certificates.check_unbounded(a, subset, x)["ok"])
     a[rest[0], 0] = -1.0
     self.assertTrue(certificates.check_unbounded(a, subset, x)["ok"])
+
+  def test_vertex_polish_recovers_the_optimum(self):
+    # Near the optimum the largest other logits name the active rows: the
+    # vertex they span is the LP's optimum itself (linprog's t*), exactly.
+    res = _linprog_result(self.a, self.hard.subset, self.hard.y)
+    near = res.x[:-1] + 1e-6 * np.random.default_rng(2).standard_normal(40)
+    x_v = polish.vertex(self.a, self.hard.subset, self.hard.y, near)
+    logits = self.a @ x_v
+    rest = np.setdiff1d(np.arange(1000), self.hard.subset)
+    self.assertAlmostEqual(logits[rest].max(), res.fun, places=10)
+    np.testing.assert_allclose(logits[self.hard.subset], self.hard.y,
+                               atol=1e-12)
 
   def test_feasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.easy.subset, self.easy.y)
@@ -214,7 +249,7 @@ class CertificateTest(absltest.TestCase):
   def test_infeasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)
     self.assertGreater(sol["t"], 1.0)
-    mu = certificates.polish(self.a, self.hard.subset, sol["mu"], sol["x"])
+    mu = polish.dual(self.a, self.hard.subset, sol["mu"], sol["x"])
     cert = certificates.check_infeasible(self.a, self.hard.subset,
                                          self.hard.y, mu, 1.0)
     self.assertTrue(cert["ok"])
@@ -244,7 +279,7 @@ class CertificateTest(absltest.TestCase):
       for it in topm.make_instances(n, 16, 6, "logits", rng):
         sol = lp_exact.solve(a, it.subset, it.y)
         t_star = _linprog_t(a, it.subset, it.y)
-        mu = certificates.polish(a, it.subset, sol["mu"], sol["x"])
+        mu = polish.dual(a, it.subset, sol["mu"], sol["x"])
         cert = certificates.check_infeasible_global(a, it.subset, it.y, mu,
                                                     min(t_star, 1.0))
         if t_star < 1.0:  # Feasible: no certificate may claim t* >= 1.
@@ -259,7 +294,7 @@ class CertificateTest(absltest.TestCase):
 
   def test_global_certificate_rejects_tampering(self):
     sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)
-    mu = certificates.polish(self.a, self.hard.subset, sol["mu"], sol["x"])
+    mu = polish.dual(self.a, self.hard.subset, sol["mu"], sol["x"])
     check = lambda m, thr=1.0: certificates.check_infeasible_global(
         self.a, self.hard.subset, self.hard.y, m, thr)["ok"]
     self.assertTrue(check(mu))
@@ -320,6 +355,30 @@ class TransformTest(absltest.TestCase):
     self.assertEqual([d["verdict"] for d in multi],
                      [d["verdict"] for d in single])
 
+  def test_tail_moves_to_a_smaller_batch_with_the_same_results(self):
+    # Once the queue is empty, the last running slots move from 8 to 2
+    # slots: each instance's iterates (and so its claim) are unchanged.
+    a = _matrix(1500, 48, 3)
+    insts = _instances(a, (12, 16), 5, "logits", 2)
+    shared, _ = admm.prepare(a)
+    mesh = sharding.batch_mesh(jax.devices()[:1])
+    sizes, original = [], stream.compiled
+
+    def spy(settings, mesh_, batch, *shape):
+      sizes.append(batch)
+      return original(settings, mesh_, batch, *shape)
+
+    with mock.patch.object(stream, "compiled", spy):
+      shrunk = {f.index: f for f in stream.run(
+          shared, insts, admm.Settings(), 8, 16, mesh, shrink_age=0)}
+    self.assertEqual(sizes, [8, 2])
+    whole = {f.index: f for f in stream.run(
+        shared, insts, admm.Settings(), 8, 16, mesh, shrink_age=10**9)}
+    for i in range(len(insts)):
+      self.assertEqual(shrunk[i].claim, whole[i].claim)
+      self.assertAlmostEqual(shrunk[i].iterations, whole[i].iterations,
+                             delta=0.2 * whole[i].iterations)
+
   def test_no_lapack_custom_calls_in_the_solver(self):
     a = _matrix(200, 16, 1)
     shared, _ = admm.prepare(a)
@@ -355,6 +414,9 @@ class BadInputTest(parameterized.TestCase):
       topm.sweep(a, [3], 1, "probs", delta=1.5)
     with self.assertRaisesRegex(ValueError, "`problem`"):
       topm.sweep(a, [3], 1, "top")
+    with self.assertRaisesRegex(ValueError, "`first_check`"):
+      topm.solve(a, topm.make_instances(100, 3, 1, "logits", rng),
+                 first_check=0)
 
 
 if __name__ == "__main__":

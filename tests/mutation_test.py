@@ -12,7 +12,7 @@ import unittest
 from absl.testing import absltest
 import optax
 
-from bottleneck.lp import certificates
+from bottleneck.lp import certificates, stream
 from train import optim
 import tests.lp_test as lp_test
 import tests.trainer_test as trainer_test
@@ -68,6 +68,16 @@ class MutationTest(absltest.TestCase):
       with _swapped(certificates, name, lambda *a, _v=never, **k: _v):
         self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
                            msg=name)
+
+  def test_host_checks_that_never_decide_are_caught(self):
+    def never(*args, **kwargs):  # stream._offer that offers nothing.
+      del args, kwargs
+      return []
+      yield  # pylint: disable=unreachable
+    with _swapped(stream, "_offer", never):
+      self.assertGreater(_failed(
+          lp_test.AgreementTest,
+          "test_host_checks_decide_band_instances_early"), 0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})

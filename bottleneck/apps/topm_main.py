@@ -32,6 +32,9 @@ def define_flags():
   flags.DEFINE_float("delta", 0.1, "Mass allowed off S (paper: 0.1).")
   flags.DEFINE_integer("max_iters", 5000, "ADMM iteration cap.")
   flags.DEFINE_integer("batch", 32, "LP instances per jitted call.")
+  flags.DEFINE_integer("first_check", 100, "Float64 host checks of running "
+                       "instances at this age, then at twice it, ... (0: "
+                       "only the solver's own in-loop verdicts).")
   flags.DEFINE_bool("exact_fallback", False, "Settle undecided instances "
                     "with HiGHS (certified the same way).")
   flags.DEFINE_enum("format", "json", cli.FORMATS, "Output format.")
@@ -63,7 +66,7 @@ def main(argv):
                        f.delta, targets, subsets,
                        settings=admm.Settings(max_iters=f.max_iters),
                        batch=f.batch, exact_fallback=f.exact_fallback,
-                       progress=True)
+                       first_check=f.first_check or None, progress=True)
   if f.format == "json":
     print(cli.to_json(records))
   else:

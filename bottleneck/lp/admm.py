@@ -107,10 +107,11 @@ class Factors(NamedTuple):
 def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   """Normalises and rotates A once (float64 eigendecomposition on host)."""
   a = np.asarray(a_nxd, np.float64)
-  scale = float(np.sqrt(np.mean(np.sum(a * a, axis=1))))
-  a = a / scale
-  lam, v = np.linalg.eigh(a.T @ a)
-  a_rot = a @ v
+  gram = a.T @ a
+  scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
+  lam, v = np.linalg.eigh(gram / scale**2)
+  a_rot = a @ v  # One N x d float64 temporary (GPT-2 size: 309 MB).
+  a_rot /= scale
   return (Shared(jnp.asarray(a_rot, dtype), jnp.asarray(lam, dtype),
                  jnp.asarray(a_rot.sum(axis=0), dtype)), Basis(v, scale))
 

@@ -21,8 +21,8 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
   v . x_par - R |P_perp v| >= thr. An exact Farkas certificate needs
   P_perp v = 0, which floating point cannot represent; the certificate
   instead states the largest radius R_cert it rules out (with rounding
-  bounds) and is accepted iff R_cert >= radius_factor * |x_par|. `polish`
-  first moves mu (least squares on its support) to make P_perp v tiny, which
+  bounds) and is accepted iff R_cert >= radius_factor * |x_par|.
+  `polish.dual` first moves mu (least squares on its support) to make P_perp v tiny, which
   typically makes R_cert astronomically large.
 """
 
@@ -33,6 +33,7 @@ import dataclasses
 import numpy as np
 
 from bottleneck import linalg, prescribed
+from bottleneck.lp import polish
 
 _U = np.finfo(np.float64).eps / 2
 
@@ -55,11 +56,16 @@ class MatrixFacts:
   def twins(self) -> np.ndarray:
     """Per row, the id of its group of bit-identical rows (-1: unique).
     Trained heads have such rows (SmolLM2-135M: 15 rows in 4 groups)."""
-    if self._twins is None:
-      _, inv, counts = np.unique(self.a, axis=0, return_inverse=True,
-                                 return_counts=True)
-      inv = inv.ravel()
-      self._twins = np.where(counts[inv] > 1, inv, -1)
+    if self._twins is None:  # Identical rows share a key; sort by it and
+      # compare neighbours bit for bit (np.unique(axis=0) would copy A twice).
+      key = self.a @ np.random.default_rng(0).standard_normal(self.a.shape[1])
+      order = np.argsort(key, kind="stable")
+      twins = np.full(self.a.shape[0], -1, np.int64)
+      for i in np.flatnonzero(key[order][1:] == key[order][:-1]):
+        p, q = order[i], order[i + 1]
+        if np.array_equal(self.a[p], self.a[q]):
+          twins[q] = twins[p] = twins[p] if twins[p] >= 0 else p
+      self._twins = twins
     return self._twins
 
 
@@ -120,57 +126,6 @@ def check_probabilities(a, subset, x, p, scale: float, delta: float,
           "ratio_rel_error": ratio_err, "rest_mass": rest_mass,
           "ratio_rel_error_bound": ratio_bound, "rest_mass_bound": mass_bound,
           "logit_rounding_bound": err}
-
-
-def polish(a, subset, mu, x=None, support_factor: float = 2.0,
-           rounds: int = 30):  # pylint: disable=too-many-locals
-  """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
-
-  Projects mu onto {mu_K >= 0, sum mu_K = 1, P_perp A_K^T mu_K = 0} by an
-  active-set loop: minimum-norm correction of mu_K, drop the entries that
-  turn negative, repeat from the original mu (staying close to mu keeps its
-  dual bound). A dual vertex has d - m + 1 active rows, so the support K
-  holds support_factor * (d - m + 1) rows: those where mu > 0, filled up with
-  the rows of largest logit at `x` (the solver's best primal point, whose
-  active rows carry the optimal multipliers).
-  """
-  a = _facts(a).a
-  subset = np.asarray(subset)
-  n, d = a.shape
-  mu0 = np.clip(np.asarray(mu, np.float64), 0.0, None)
-  mu0[subset] = 0.0
-  k = min(n - subset.size, int(support_factor * (d - subset.size + 1)))
-  rank = mu0.copy()
-  if x is not None:  # Fill with active rows: below every positive mu.
-    logits = a @ np.asarray(x, np.float64)
-    logits[subset] = -np.inf
-    order = np.argsort(-logits)
-    rank[order] = np.where(mu0[order] > 0, mu0[order], 0) - 1.0 - np.arange(
-        n) / n
-    rank[subset] = -np.inf
-  support = np.argsort(-rank)[:k]
-  _, q = linalg.rowspace(a[subset], np.zeros(subset.size))
-  for _ in range(rounds):
-    a_k = a[support]
-    b = np.vstack([a_k.T - q @ (q.T @ a_k.T), np.ones((1, support.size))])
-    target = np.zeros(b.shape[0])
-    target[-1] = 1.0
-    # Minimum-norm correction b^T (b b^T)^{-1} r via the small Gram matrix
-    # (d + 1 square); lstsq's SVD of the d x k block is ~10x slower.
-    gram = b @ b.T
-    r = target - b @ mu0[support]
-    try:
-      corr = b.T @ np.linalg.solve(gram, r)
-    except np.linalg.LinAlgError:
-      corr = np.linalg.lstsq(b, r, rcond=None)[0]
-    mu_k = mu0[support] + corr
-    if np.all(mu_k >= 0) or support.size <= 1:
-      break
-    keep = mu_k > 0
-    support, mu_k = support[keep], mu_k[keep]
-  out = np.zeros(n)
-  out[support] = np.clip(mu_k, 0.0, None)
-  return out
 
 
 def check_infeasible(a, subset, y, mu, threshold: float,
@@ -438,7 +393,7 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
   if claim == "infeasible":
     ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
-      polished = polish(a, subset, mu, x, support_factor)
+      polished = polish.dual(a, subset, mu, x, support_factor)
       cert = check_infeasible_global(a, subset, y, polished, threshold)
       if cert["ok"]:
         return "infeasible", cert["t_lower"], cert

@@ -52,6 +52,13 @@ def _solve_rows(a, subset, y, rows, solver: str):
   h.passModel(lp)
   h.run()
   status = h.modelStatusToString(h.getModelStatus())
+  if status == "Unbounded":  # A ray (v, tau): A_S v = 0, a_j . v <= tau < 0.
+    _, has_ray, ray = h.getPrimalRay()
+    if not has_ray and solver != "simplex":  # The simplex method has rays.
+      return _solve_rows(a, subset, y, rows, "simplex")
+    ray = np.asarray(ray) if has_ray else None
+    return status, None if ray is None else ray[:d], (
+        np.nan if ray is None else ray[d]), None
   sol = h.getSolution()
   col = np.asarray(sol.col_value)
   dual = np.asarray(sol.row_dual)
@@ -61,6 +68,11 @@ def _solve_rows(a, subset, y, rows, solver: str):
 def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
           max_rounds: int = 50) -> dict:
   """t*, x*, mu* (length N, zero on S) of the top-m LP, and timing.
+
+  An unbounded LP (t* = -inf; trained heads have them) comes back with
+  status 'Unbounded' and `ray`: HiGHS's ray of the reduced LP once no row
+  of the whole LP violates it (rows it violates are added, as for x*), for
+  `certificates.check_unbounded` to prove.
 
   rowgen starts from the 4d rows of largest row-space logit (fewer rows than
   variables leave the reduced LP unbounded), doubles them while the reduced
@@ -82,12 +94,22 @@ def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
     k = min(rest.size, 4 * d)
   rows = order[:k]
   status, t, x, mu_rows = "not run", np.nan, None, None
+  ray = None
   for rounds in range(1, max_rounds + 1):
     status, x, t, mu_rows = _solve_rows(a, subset, y, rows, solver)
-    if status == "Unbounded" and rows.size < rest.size:
-      k = min(rest.size, 2 * k)
-      rows = np.union1d(rows, order[:k])
-      continue
+    if status == "Unbounded":
+      if x is not None:  # Rows the reduced LP's ray (x, t) violates.
+        violated = np.setdiff1d(rest[a[rest] @ x > t], rows)
+        if violated.size == 0:  # A ray of the whole LP: t* = -inf.
+          ray, x = x, None
+          break
+        rows = np.concatenate([rows, violated[np.argsort(
+            -(a[violated] @ x))[:max(d, 64)]]])
+        continue
+      if rows.size < rest.size:
+        k = min(rest.size, 2 * k)
+        rows = np.union1d(rows, order[:k])
+        continue
     if status != "Optimal":
       break
     violated = np.setdiff1d(rest[a[rest] @ x > t + 1e-9 * max(1.0, abs(t))],
@@ -99,6 +121,7 @@ def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
   mu = np.zeros(n)
   if mu_rows is not None:
     mu[rows] = mu_rows
-  return {"status": status, "t": float(t), "x": x, "mu": mu,
+  return {"status": status, "t": -np.inf if ray is not None else float(t),
+          "x": x, "mu": mu, "ray": ray,
           "rows": int(rows.size), "rounds": rounds,
           "seconds": time.perf_counter() - start}

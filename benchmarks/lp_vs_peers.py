@@ -1,0 +1,292 @@
+"""Top-m LP where it is hard: bottleneck vs HiGHS, MPAX and OR-Tools PDLP.
+
+  python3 -m venv /tmp/peers
+  /tmp/peers/bin/pip install mpax==0.2.4 ortools==9.15.6755
+  PYTHONPATH=. .venv/bin/python benchmarks/lp_vs_peers.py \
+      --peers_python=/tmp/peers/bin/python --out=benchmarks/lp_vs_peers.json
+
+(ortools pins protobuf < 6.34, the project's lock has 7.x: the peers get
+their own environment; `--peers_python` defaults to this interpreter.)
+
+Figure 1 is a sweep of m *through* the transition, where t* of a random
+subset is within a few % of 1 and a first-order solver needs many
+iterations to tell which side it is on. Per size, the m values (below) are
+in that band, plus one easy m on each side. The instances (Gaussian N x d,
+seed 0, random m-subsets, y_S = 1, threshold 1) are drawn once here, written
+to a file, and every solver reads the same ones in its own subprocess (peak
+memory = its own ru_maxrss):
+
+  bottleneck    topm.solve on every instance, batch 32 (certified verdicts),
+                run twice: `s/inst` includes compile, the second excludes it.
+  highs         bottleneck.lp.exact rowgen (HiGHS IPM without presolve on S
+                plus the rows of largest row-space logit, violated rows
+                added until none: the fastest exact setting measured, 27 s
+                vs 38.5 s for the full LP at 16384 x 512, m = 90).
+  mpax          MPAX r2HPDHG (eps_abs = eps_rel = 1e-4, float32, dense),
+                jax.vmap over the instances of one m; run twice (compile).
+  pdlp          OR-Tools PDLP (relative optimality 1e-4), one by one.
+
+A verdict is t < 1 (feasible) or not; `disagree` counts instances where a
+solver's verdict differs from HiGHS's (ours: only decided ones; ours are
+certified in float64, the peers' are not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# (N, d): {m: "band" / "easy"}; band m where t* of random subsets lies
+# within ~10 % of 1 (measured with topm: 4096x256 m = 45..55,
+# 16384x512 m = 80..90, 50257x768 m = 96).
+SIZES = {(4096, 256): {24: "easy", 48: "band", 52: "band", 64: "easy"},
+         (16384, 512): {48: "easy", 80: "band", 90: "band", 128: "easy"},
+         (50257, 768): {96: "band"}}
+# Instances per m for each solver (the peers are 10-100x slower).
+TRIALS = {"bottleneck": 32, "highs": 4, "mpax": 8, "pdlp": 4}
+BIG = {"bottleneck": 32, "highs": 2, "mpax": 4, "pdlp": 2}  # At 50257 x 768.
+
+
+def _matrix(n, d):
+  return np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
+
+
+def _rss_gb():
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _bottleneck(a, subsets):
+  from bottleneck import topm  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp import instances  # pylint: disable=g-import-not-at-top
+  insts = [instances.Instance(s, np.ones(s.size), 1.0) for s in subsets]
+  times, details = [], None
+  for _ in range(2):
+    start = time.perf_counter()
+    details = topm.solve(a, insts, batch=32)
+    times.append(time.perf_counter() - start)
+  return {"verdicts": [x["verdict"] for x in details],
+          "iterations": [x["iterations"] for x in details],
+          "t": [x["objective"] for x in details], "seconds": times}
+
+
+def _highs(a, subsets):
+  from bottleneck.lp import exact  # pylint: disable=g-import-not-at-top
+  a64 = a.astype(np.float64)
+  out = {"t": [], "seconds": [0.0]}
+  for s in subsets:
+    start = time.perf_counter()
+    sol = exact.solve(a64, s, np.ones(s.size), method="rowgen")
+    out["seconds"][0] += time.perf_counter() - start
+    out["t"].append(sol["t"] if sol["status"] == "Optimal" else np.nan)
+  return out
+
+
+def _mpax(a, subsets):
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  import mpax  # pylint: disable=g-import-not-at-top
+  n, d = a.shape
+  a_dev = jnp.asarray(a)
+  solver = mpax.r2HPDHG(eps_abs=1e-4, eps_rel=1e-4, iteration_limit=100000,
+                        jit=True)
+
+  def one(subset, rest):  # min t s.t. A_S x = 1, t - a_j . x >= 0 (j in R).
+    m = subset.shape[0]
+    eq = jnp.concatenate([a_dev[subset], jnp.zeros((m, 1))], axis=1)
+    ineq = jnp.concatenate([-a_dev[rest], jnp.ones((rest.shape[0], 1))],
+                           axis=1)
+    c = jnp.zeros(d + 1).at[d].set(1.0)
+    lp = mpax.create_lp(c, eq, jnp.ones(m), ineq, jnp.zeros(rest.shape[0]),
+                        jnp.full(d + 1, -jnp.inf), jnp.full(d + 1, jnp.inf),
+                        use_sparse_matrix=False)
+    result = solver.optimize(lp)
+    return result.primal_solution[d], result.iteration_count
+
+  rests = np.stack([np.setdiff1d(np.arange(n), s) for s in subsets])
+  batched = jax.jit(jax.vmap(one))
+  out = {"seconds": []}
+  for _ in range(2):
+    start = time.perf_counter()
+    t, iters = jax.block_until_ready(batched(jnp.asarray(np.stack(subsets)),
+                                             jnp.asarray(rests)))
+    out["seconds"].append(time.perf_counter() - start)
+  out["t"], out["iterations"] = np.asarray(t).tolist(), np.asarray(
+      iters).tolist()
+  return out
+
+
+def _pdlp(a, subsets):
+  from ortools.pdlp import solvers_pb2  # pylint: disable=g-import-not-at-top
+  from ortools.pdlp.python import pdlp  # pylint: disable=g-import-not-at-top
+  import scipy.sparse  # pylint: disable=g-import-not-at-top
+  n, d = a.shape
+  a64 = a.astype(np.float64)
+  params = solvers_pb2.PrimalDualHybridGradientParams()
+  opt = params.termination_criteria.simple_optimality_criteria
+  opt.eps_optimal_relative = 1e-4
+  opt.eps_optimal_absolute = 1e-4
+  params.num_threads = os.cpu_count() or 1
+  out = {"t": [], "seconds": [0.0]}
+  for s in subsets:
+    start = time.perf_counter()
+    rest = np.setdiff1d(np.arange(n), s)
+    mat = np.zeros((n, d + 1))
+    mat[:s.size, :d] = a64[s]
+    mat[s.size:, :d], mat[s.size:, d] = a64[rest], -1.0
+    qp = pdlp.QuadraticProgram()
+    qp.resize_and_initialize(d + 1, n)
+    qp.objective_vector = np.eye(d + 1)[d]
+    qp.constraint_lower_bounds = np.concatenate(
+        [np.ones(s.size), np.full(rest.size, -np.inf)])
+    qp.constraint_upper_bounds = np.concatenate(
+        [np.ones(s.size), np.zeros(rest.size)])
+    qp.variable_lower_bounds = np.full(d + 1, -np.inf)
+    qp.variable_upper_bounds = np.full(d + 1, np.inf)
+    qp.constraint_matrix = scipy.sparse.csc_matrix(mat)
+    result = pdlp.primal_dual_hybrid_gradient(qp, params)
+    out["seconds"][0] += time.perf_counter() - start
+    out["t"].append(float(result.primal_solution[d]))
+  return out
+
+
+def child(solver, path):
+  data = np.load(path)
+  n, d = int(data["n"]), int(data["d"])
+  a = _matrix(n, d)
+  subsets = list(data["subsets"])
+  out = {"bottleneck": _bottleneck, "highs": _highs, "mpax": _mpax,
+         "pdlp": _pdlp}[solver](a, subsets)
+  out["peak_rss_gb"] = _rss_gb()
+  print(json.dumps(out, default=float))
+
+
+def _verdicts(run):
+  if "verdicts" in run:
+    return run["verdicts"]
+  return ["undecided" if not np.isfinite(t) else
+          "feasible" if t < 1.0 else "infeasible" for t in run["t"]]
+
+
+def _run(solver, python, n, d, subsets, tmp):
+  path = os.path.join(tmp, f"{solver}_{n}_{subsets[0].size}.npz")
+  np.savez(path, n=n, d=d, subsets=np.stack(subsets))
+  env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  proc = subprocess.run([python, __file__, f"--child={solver}",
+                         f"--path={path}"], capture_output=True, text=True,
+                        env=env, check=False)
+  if proc.returncode:
+    raise RuntimeError(f"{solver} {n}x{d}: {proc.stderr[-2000:]}")
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def table(results) -> str:
+  """The RESULTS.md table of a run's JSON (`--table=PATH`)."""
+  lines = ["| N x d | m (regime) | bottleneck s/inst (warm) | verdicts F/I/U "
+           "| HiGHS rowgen s/inst | MPAX s/inst (warm) | PDLP s/inst | "
+           "speed-up vs HiGHS / MPAX / PDLP | disagreements with HiGHS "
+           "(ours, MPAX, PDLP) | peak GB (ours, HiGHS, MPAX, PDLP) |",
+           "|" + "---|" * 10]
+  for row in results["rows"]:
+    ours = row["bottleneck"]
+    verdicts = _verdicts(row["solvers"]["bottleneck"])
+    get = lambda name, key, fmt="{:.2f}": fmt.format(row[name][key]) if (
+        name in row) else "-"
+    lines.append(
+        f"| {row['N']} x {row['d']} | {row['m']} ({row['regime']}) | "
+        f"{ours['s_per_instance']:.3f} ({ours['s_per_instance_warm']:.3f}) | "
+        f"{verdicts.count('feasible')}/{verdicts.count('infeasible')}/"
+        f"{verdicts.count('undecided')} | {get('highs', 's_per_instance')} | "
+        f"{get('mpax', 's_per_instance')} "
+        f"({get('mpax', 's_per_instance_warm')}) | "
+        f"{get('pdlp', 's_per_instance')} | "
+        f"**{get('highs', 'bottleneck_speedup', '{:.1f}')}x** / "
+        f"{get('mpax', 'bottleneck_speedup', '{:.1f}')}x / "
+        f"{get('pdlp', 'bottleneck_speedup', '{:.1f}')}x | "
+        f"{get('bottleneck', 'disagree_with_highs', '{}')}, "
+        f"{get('mpax', 'disagree_with_highs', '{}')}, "
+        f"{get('pdlp', 'disagree_with_highs', '{}')} | "
+        + ", ".join(get(k, "peak_rss_gb") for k in ("bottleneck", "highs",
+                                                     "mpax", "pdlp")) + " |")
+  return "\n".join(lines)
+
+
+def main():
+  args = dict(a.lstrip("-").split("=", 1) for a in sys.argv[1:])
+  if "child" in args:
+    child(args["child"], args["path"])
+    return
+  if "table" in args:
+    with open(args["table"]) as f:
+      print(table(json.load(f)))
+    return
+  peers_python = args.get("peers_python", sys.executable)
+  solvers = args.get("solvers", "bottleneck,highs,mpax,pdlp").split(",")
+  sizes = [tuple(map(int, s.split("x"))) for s in args.get(
+      "sizes", ",".join(f"{n}x{d}" for n, d in SIZES)).split(",")]
+  results = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
+             "machine": f"{platform.node()} {platform.machine()}, "
+                        f"{os.cpu_count()} cores", "rows": []}
+  with tempfile.TemporaryDirectory() as tmp:
+    for n, d in sizes:
+      rng = np.random.default_rng(1)
+      for m, regime in SIZES.get((n, d), {d // 6: "smoke"}).items():
+        trials = BIG if n > 20000 else TRIALS
+        subsets = [np.sort(rng.choice(n, m, replace=False))
+                   for _ in range(max(trials.values()))]
+        row = {"N": n, "d": d, "m": m, "regime": regime, "solvers": {}}
+        for solver in solvers:
+          k = trials[solver]
+          python = sys.executable if solver in ("bottleneck", "highs") else (
+              peers_python)
+          run = _run(solver, python, n, d, subsets[:k], tmp)
+          run["instances"] = k
+          row["solvers"][solver] = run
+          print(f"{n}x{d} m={m} ({regime}) {solver}: {k} in "
+                f"{run['seconds'][0]:.1f} s (warm {run['seconds'][-1]:.1f}"
+                f" s), peak {run['peak_rss_gb']:.2f} GB", flush=True)
+        _compare(row)
+        results["rows"].append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "solvers"}),
+              flush=True)
+        if "out" in args:
+          with open(args["out"], "w") as f:
+            json.dump(results, f, indent=1, default=float)
+
+
+def _compare(row):
+  """Per solver: s/instance (cold, warm), verdict counts, disagreements
+  with HiGHS, and the speed-up of bottleneck over it."""
+  runs = row["solvers"]
+  truth = _verdicts(runs["highs"]) if "highs" in runs else None
+  ours = runs.get("bottleneck")
+  for name, run in runs.items():
+    verdicts = _verdicts(run)
+    k = run["instances"]
+    summary = {"s_per_instance": run["seconds"][0] / k,
+               "s_per_instance_warm": run["seconds"][-1] / k,
+               "peak_rss_gb": run["peak_rss_gb"],
+               "undecided": verdicts.count("undecided")}
+    if truth is not None:
+      pairs = [(v, t) for v, t in zip(verdicts, truth)
+               if v != "undecided" and t != "undecided"]
+      summary["disagree_with_highs"] = sum(v != t for v, t in pairs)
+      summary["compared"] = len(pairs)
+    if ours is not None and name != "bottleneck":
+      summary["bottleneck_speedup"] = summary["s_per_instance"] / (
+          ours["seconds"][0] / ours["instances"])
+      summary["bottleneck_speedup_warm"] = summary[
+          "s_per_instance_warm"] / (ours["seconds"][-1] / ours["instances"])
+    row[name] = summary
+
+
+if __name__ == "__main__":
+  main()
