@@ -30,12 +30,7 @@ def config_from_hf(c: dict, path: str) -> llama.LlamaConfig:
     raise ValueError(f"`hf_dir` {path!r}: model_type={c.get('model_type')!r} "
                      f"is not one of {MODEL_TYPES} (gpt2 loads through "
                      "train/hf_gpt2.py).")
-  need = ("vocab_size", "num_hidden_layers", "num_attention_heads",
-          "hidden_size", "intermediate_size")
-  missing = [k for k in need if not isinstance(c.get(k), int)]
-  if missing:
-    raise ValueError(f"`hf_dir` {path!r}: config.json lacks the integer "
-                     f"field(s) {missing}.")
+  weights.require_int_fields(c, path)
   head_dim = c["hidden_size"] // c["num_attention_heads"]
   if c.get("head_dim", head_dim) != head_dim:
     raise ValueError(f"`hf_dir` {path!r}: head_dim={c['head_dim']} differs "

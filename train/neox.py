@@ -143,12 +143,7 @@ def init_params(cfg: NeoXConfig, seed: int = 0):
 
 
 def config_from_hf(c: dict, path: str) -> NeoXConfig:
-  need = ("vocab_size", "num_hidden_layers", "num_attention_heads",
-          "hidden_size", "intermediate_size")
-  missing = [k for k in need if not isinstance(c.get(k), int)]
-  if missing:
-    raise ValueError(f"`hf_dir` {path!r}: config.json lacks the integer "
-                     f"field(s) {missing}.")
+  weights.require_int_fields(c, path)
   if c.get("rope_scaling"):
     raise ValueError(f"`hf_dir` {path!r}: rope_scaling={c['rope_scaling']!r}"
                      " is not supported for gpt_neox.")

@@ -57,3 +57,14 @@ def check_shapes(params: dict, expected: dict, where: str) -> None:
     if tuple(got[key].shape) != tuple(spec.shape):
       raise ValueError(f"{where}: {name} has shape {tuple(got[key].shape)}, "
                        f"the config implies {tuple(spec.shape)}.")
+
+
+def require_int_fields(config: dict, path: str) -> None:
+  """Raises naming `hf_dir` unless config.json has the decoder's integer
+  sizes (shared by the Llama-family and NeoX readers)."""
+  need = ("vocab_size", "num_hidden_layers", "num_attention_heads",
+          "hidden_size", "intermediate_size")
+  missing = [k for k in need if not isinstance(config.get(k), int)]
+  if missing:
+    raise ValueError(f"`hf_dir` {path!r}: config.json lacks the integer "
+                     f"field(s) {missing}.")

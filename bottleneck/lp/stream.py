@@ -138,15 +138,12 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     for i in finished:
       yield Finished(slots[i], admm.STATUS_NAMES[int(status[i])], x_rot[i],
                      mu[i], int(decided[i] - started[i]))
+    if decide is not None:
+      finished += yield from _offer(decide, state, slots, status,
+                                    now - started, next_check)
+    for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
-    if decide is not None:
-      released = yield from _offer(decide, state, slots, status, now - started,
-                                   next_check)
-      finished += released
-      for i in released:
-        slots[i] = pending.pop() if pending else -1
-        next_check[i] = first_check
     if finished and any(j >= 0 for j in slots):
       replace = np.zeros(batch, bool)
       replace[finished] = True
