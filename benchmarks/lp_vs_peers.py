@@ -74,7 +74,8 @@ def _bottleneck(a, subsets):
     times.append(time.perf_counter() - start)
   return {"verdicts": [x["verdict"] for x in details],
           "iterations": [x["iterations"] for x in details],
-          "t": [x["objective"] for x in details], "seconds": times}
+          "t_bounds": [(x["lower_bound"], x["upper_bound"]) for x in details],
+          "seconds": times}
 
 
 def _highs(a, subsets):

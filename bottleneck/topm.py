@@ -28,7 +28,7 @@ from bottleneck.lp import admm, certificates, exact, polish, stream
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
-           "sweep", "MStar", "m_star_search"]
+           "sweep", "sweeps", "MStar", "m_star_search"]
 
 
 def solve(a, instances, settings: admm.Settings = admm.Settings(),
@@ -46,6 +46,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   as a global INFEASIBLE one, `polish.dual`; a ray) and stops as soon as
   one holds
   (`first_check=None`: only the solver's own in-loop nominations).
+  Instances enter the slots in a fixed pseudo-random order: a sweep listed
+  by m would otherwise run its easy small-m instances first (an ETA that
+  is far too short) and bunch the transition band's slow ones together.
   """
   if not instances:
     return []
@@ -68,12 +71,14 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   shared, basis = admm.prepare(a64)
   meter = cli.Progress(len(instances), "LP instances") if progress else None
   details = [None] * len(instances)
+  order = np.random.default_rng(0).permutation(len(instances))
+  queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   early = dataclasses.replace(policy, support_factors=policy.support_factors[
       :1])  # Mid-run: the first support only (a failed try costs little).
 
   def decide(index, x_rot, u, age):  # Host checks of a running instance.
     start = time.perf_counter()
-    inst = instances[index]
+    inst = queue[index]
     x = admm.to_original(basis, x_rot)
     x_v = polish.vertex(facts, inst.subset, inst.y, x)
     if x_v is not None and certificates.check_feasible(
@@ -85,11 +90,11 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     return None if out[0] == "undecided" else _detail(inst, *out, "admm",
                                                       age, start)
 
-  runs = stream.run(shared, instances, settings, batch, m_pad, mesh,
+  runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
                     decide if first_check else None, first_check or 100)
   for done, out in enumerate(runs, start=1):
-    details[out.index] = out.decided or _decide(
-        facts, instances[out.index], out.claim,
+    details[order[out.index]] = out.decided or _decide(
+        facts, queue[out.index], out.claim,
         admm.to_original(basis, out.x_rot), out.mu, out.iterations, policy,
         delta, exact_fallback)
     if meter:
@@ -101,14 +106,13 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
             exact_fallback) -> dict:
   """Checks one instance's candidate certificate (HiGHS if undecided).
 
-  `objective` is a certified bound on t*: an upper bound (max other logit
-  at the certified x) when feasible, a lower bound (the verified dual
-  value) when infeasible, NaN when undecided; `certificate` says which
-  kind of evidence was checked ('embedding', 'global', or 'ball': the
-  weaker, ball-restricted dual bound reported for an undecided instance).
+  `certificate` says which kind of evidence was checked ('embedding',
+  'global', 'ray', 'twin_rows', or 'ball': the weaker, ball-restricted dual
+  bound reported for an undecided instance); `_detail` turns the bound it
+  proves into `lower_bound` / `upper_bound` on t*.
   """
   start = time.perf_counter()
-  verdict, objective, cert = _verify(facts, inst, claim, x, mu, policy, delta)
+  verdict, bound, cert = _verify(facts, inst, claim, x, mu, policy, delta)
   source = "admm"
   if verdict == "undecided" and exact_fallback:
     sol = exact.solve(facts.a, inst.subset, inst.y)
@@ -116,22 +120,32 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
     if sol["status"] == "Unbounded" and sol["ray"] is not None:
       cert = certificates.check_unbounded(facts, inst.subset, sol["ray"])
       cert.pop("ray")
-      verdict, objective = (("feasible", -np.inf) if cert["ok"] else
-                            ("undecided", float("nan")))
+      verdict, bound = (("feasible", -np.inf) if cert["ok"] else
+                        ("undecided", float("nan")))
     elif sol["status"] != "Optimal":
-      verdict, objective, cert = "undecided", float("nan"), {"ok": False}
+      verdict, bound, cert = "undecided", float("nan"), {"ok": False}
     else:
       claim = "feasible" if sol["t"] < inst.threshold else "infeasible"
-      verdict, objective, cert = _verify(facts, inst, claim, sol["x"],
-                                         sol["mu"], policy, delta)
+      verdict, bound, cert = _verify(facts, inst, claim, sol["x"],
+                                     sol["mu"], policy, delta)
       cert["highs_t"] = sol["t"]
-  return _detail(inst, verdict, objective, cert, source, iterations, start)
+  return _detail(inst, verdict, bound, cert, source, iterations, start)
 
 
-def _detail(inst: Instance, verdict, objective, cert, source, iterations,
+def _detail(inst: Instance, verdict, bound, cert, source, iterations,
             start) -> dict:
+  """One instance's record. The solver stops as soon as a side is proved,
+  so t* is reported as certified bounds, not an optimum: `upper_bound`
+  (FEASIBLE: the largest other logit at the certified embedding; -inf with
+  a ray, where t* = -inf exactly), `lower_bound` (INFEASIBLE: the verified
+  dual value); NaN where nothing was proved."""
+  nan = float("nan")
+  upper = bound if verdict == "feasible" else nan
+  lower = (bound if verdict == "infeasible" else
+           -np.inf if upper == -np.inf else nan)
   return {"subset": inst.subset.tolist(), "verdict": verdict,
-          "objective": objective, "margin": cert.get("margin"),
+          "lower_bound": lower, "upper_bound": upper,
+          "margin": cert.get("margin"),
           "certificate_ok": bool(cert.get("ok", False)),
           "certificate": cert.get("kind"), "source": source,
           "iterations": iterations,
@@ -147,7 +161,8 @@ def _verify(facts, inst: Instance, claim, x, mu, policy, delta):
                              claim, x, mu, policy, inst.p, inst.scale, delta)
 
 
-def summarize(m_values, details_per_m) -> list[dict]:
+def summarize(m_values, details_per_m, problem: str | None = None
+              ) -> list[dict]:
   """One record per m: counts of each verdict and the feasible fraction.
 
   `fraction` (= `fraction_lower`) counts undecided instances as not
@@ -159,7 +174,8 @@ def summarize(m_values, details_per_m) -> list[dict]:
     counts = {v: sum(x["verdict"] == v for x in details)
               for v in ("feasible", "infeasible", "undecided")}
     decided = counts["feasible"] + counts["infeasible"]
-    out.append({"m": m, "trials": len(details), **counts,
+    out.append({**({"problem": problem} if problem else {}), "m": m,
+                "trials": len(details), **counts,
                 "fraction": counts["feasible"] / len(details),
                 "fraction_upper": (counts["feasible"] + counts["undecided"])
                                   / len(details),
@@ -173,16 +189,43 @@ def sweep(a, m_values, trials: int, problem: str = "logits", seed: int = 0,
           eps: float = 0.05, delta: float = 0.1, targets=None, subsets=None,
           **solve_kwargs) -> list[dict]:
   """Figure-1-style curve: `trials` random subsets for each m."""
+  return sweeps(a, m_values, trials, (problem,), seed, eps, delta, targets,
+                subsets, **solve_kwargs)[problem]
+
+
+def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
+           seed: int = 0, eps: float = 0.05, delta: float = 0.1,
+           targets=None, subsets=None, **solve_kwargs) -> dict:
+  """Figure 1: `sweep` for several problems, solved as one stream (one
+  compile, one progress line whose ETA covers all of them).
+
+  Every problem draws from its own `default_rng(seed)`, so each curve is
+  the one `sweep(..., problem, seed)` gives. Returns {problem: records}.
+  """
   eps, delta = prescribed.check_eps_delta(eps, delta)
+  if isinstance(problems, str) or not problems:
+    raise ValueError(f"`problems` must be a non-empty list of {PROBLEMS}; "
+                     f"got {problems!r}.")
+  for problem in problems:
+    checks.one_of("problem", problem, PROBLEMS)
   a = np.asarray(a)
-  _check_memory(checks.positive_int("trials", trials), m_values)
-  rng = np.random.default_rng(seed)
-  per_m = [make_instances(a.shape[0], m, trials, problem, rng, eps, delta,
-                          targets, subsets) for m in m_values]
-  flat = solve(a, [it for group in per_m for it in group], delta=delta,
-               **solve_kwargs)
-  return summarize(m_values, [flat[i * trials:(i + 1) * trials]
-                              for i in range(len(m_values))])
+  _check_memory(checks.positive_int("trials", trials),
+                list(m_values) * len(problems))
+  per_problem = {}
+  for problem in dict.fromkeys(problems):
+    rng = np.random.default_rng(seed)
+    per_problem[problem] = [make_instances(a.shape[0], m, trials, problem,
+                                           rng, eps, delta, targets, subsets)
+                            for m in m_values]
+  flat = solve(a, [it for groups in per_problem.values() for group in groups
+                   for it in group], delta=delta, **solve_kwargs)
+  out, start = {}, 0
+  for problem in per_problem:
+    chunks = [flat[start + i * trials:start + (i + 1) * trials]
+              for i in range(len(m_values))]
+    start += trials * len(m_values)
+    out[problem] = summarize(m_values, chunks, problem)
+  return out
 
 
 class MStar(NamedTuple):

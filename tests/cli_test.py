@@ -87,7 +87,8 @@ class BinariesTest(absltest.TestCase):
       self.assertIn(key, rec)
     self.assertEqual([t["subset"] for t in rec["trials_detail"]],
                      subsets.tolist())
-    for key in ("subset", "verdict", "objective", "margin", "certificate_ok"):
+    for key in ("subset", "verdict", "lower_bound", "upper_bound", "margin",
+                "certificate_ok"):
       self.assertIn(key, rec["trials_detail"][0])
     self.assertTrue(os.path.exists(f"{tmp}/f1.png"))
 
@@ -100,6 +101,23 @@ class BinariesTest(absltest.TestCase):
                      f"--targets=npy:{tmp}/p.npy", "--format=table")
     self.assertEqual(out.returncode, 0, out.stderr)
     self.assertIn("fraction", out.stdout)
+    # Figure 1's two problems (plus App. D's) in one run: a record per
+    # (problem, m), with an ETA on stderr.
+    out = run_module("bottleneck.topm", "--matrix=random", "--N=300",
+                     "--d=20", "--m=2,4", "--trials=3",
+                     "--problem=logits,probs,natural",
+                     f"--targets=npy:{tmp}/p.npy", "--format=json")
+    self.assertEqual(out.returncode, 0, out.stderr)
+    self.assertEqual([(r["problem"], r["m"]) for r in json.loads(out.stdout)],
+                     [(p, m) for p in ("logits", "probs", "natural")
+                      for m in (2, 4)])
+    self.assertIn("LP instances 18/18", out.stderr)
+    self.assertIn("ETA", out.stderr)
+    out = run_module("bottleneck.topm", "--N=300", "--d=20", "--m=2",
+                     "--problem=logits,prob")
+    self.assertEqual(out.returncode, 2)
+    self.assertIn("`problem` must be a comma list", out.stderr)
+    self.assertIn("'prob'", out.stderr)
     out = run_module("bottleneck.topm", "--matrix=random", "--N=300",
                      "--d=20", "--m=2", "--problem=natural")
     self.assertEqual(out.returncode, 2)

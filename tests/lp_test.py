@@ -77,9 +77,32 @@ class AgreementTest(parameterized.TestCase):
       truth = "feasible" if t_star < it.threshold else "infeasible"
       kinds.add(truth)
       disagree += det["verdict"] != truth
+      # The certified bound brackets HiGHS's t* and proves the verdict.
+      if det["verdict"] == "feasible":
+        self.assertBetween(det["upper_bound"], t_star - 1e-7, it.threshold)
+        self.assertLess(det["upper_bound"], it.threshold)
+      else:
+        self.assertBetween(det["lower_bound"], it.threshold, t_star + 1e-7)
     self.assertEqual(disagree, 0)
     self.assertGreaterEqual(decided, 0.9 * len(insts))
     self.assertEqual(kinds, {"feasible", "infeasible"})  # Both sides covered.
+
+  def test_sweeps_solve_each_problem_as_its_own_sweep(self):
+    # One stream for several problems (in a shuffled queue order) gives
+    # each problem the subsets and verdicts of its own sweep.
+    a = _matrix(300, 20, 5)
+    both = topm.sweeps(a, [3, 6], 4, ("logits", "probs"), seed=2, batch=4)
+    self.assertEqual(list(both), ["logits", "probs"])
+    for problem, recs in both.items():
+      alone = topm.sweep(a, [3, 6], 4, problem, seed=2, batch=4)
+      self.assertEqual([r["problem"] for r in recs], [problem] * 2)
+      for got, want in zip(recs, alone):
+        self.assertEqual([t["subset"] for t in got["trials_detail"]],
+                         [t["subset"] for t in want["trials_detail"]])
+        self.assertEqual([t["verdict"] for t in got["trials_detail"]],
+                         [t["verdict"] for t in want["trials_detail"]])
+    with self.assertRaisesRegex(ValueError, "`problems`"):
+      topm.sweeps(a, [3], 2, "logits")
 
   def test_borderline_thresholds_are_never_wrong(self):
     a = _matrix(800, 32, 7)
@@ -191,7 +214,7 @@ class CertificateTest(absltest.TestCase):
     (detail,) = topm.solve(a, [self.easy], batch=1)
     self.assertEqual((detail["verdict"], detail["certificate"]),
                      ("infeasible", "twin_rows"))
-    self.assertEqual(detail["objective"], 1.0)
+    self.assertEqual(detail["lower_bound"], 1.0)
     # Off by one ulp in one entry: no longer twins, the check says nothing.
     a[7 if 7 not in subset else 8, 0] = np.nextafter(a[subset[1], 0], 9.0)
     self.assertIsNone(certificates.check_twin_rows(a, subset, self.easy.y,
@@ -208,7 +231,8 @@ class CertificateTest(absltest.TestCase):
     self.assertEqual(res.status, 3, res.message)  # HiGHS: unbounded.
     (detail,) = topm.solve(a, [self.hard], batch=1)
     self.assertEqual(detail["verdict"], "feasible")
-    self.assertEqual(detail["objective"], -np.inf)
+    self.assertEqual(detail["upper_bound"], -np.inf)
+    self.assertEqual(detail["lower_bound"], -np.inf)
     self.assertIn("ray", detail["certificate"])
     # HiGHS (the exact fallback) reports it with a ray that checks too.
     sol = lp_exact.solve(a, subset, self.hard.y)

@@ -2,6 +2,9 @@
 
   python -m bottleneck.topm --matrix=minilm --m=30..70:10 --trials=20 \
       --problem=logits --format=table
+  # The paper's Figure 1 (both problems in one stream; ETA on stderr):
+  python -m bottleneck.topm --N=50257 --d=768 --m=5..150:5 --trials=100 \
+      --problem=logits,probs --format=table --plot=figure1.png
 """
 
 import sys
@@ -21,8 +24,9 @@ def define_flags():
   flags.DEFINE_integer("d", 256, "Columns of a random matrix.")
   flags.DEFINE_string("m", "20..60:10", "m values: '28', '10,20', '5..150:5'.")
   flags.DEFINE_integer("trials", 20, "Random subsets per m.")
-  flags.DEFINE_enum("problem", "logits", topm.PROBLEMS,
-                    "Which LP (see bottleneck/lp/instances.py).")
+  flags.DEFINE_list("problem", ["logits"], "Which LP, or several solved in "
+                    f"one stream ({', '.join(topm.PROBLEMS)}; see "
+                    "bottleneck/lp/instances.py). Figure 1: logits,probs.")
   flags.DEFINE_integer("seed", 0, "Seed of the matrix and the subsets.")
   flags.DEFINE_string("subsets", None, "npy:PATH of a trials x m index array "
                       "(m is its width; --m may be left out).")
@@ -57,25 +61,32 @@ def main(argv):
       raise ValueError(f"`m` ({f.m}) must be the width of `subsets` "
                        f"({subsets.shape[1]}), or left out.")
     m_values, trials = [subsets.shape[1]], subsets.shape[0]
-  if f.problem == "natural":
+  for problem in f.problem:
+    if problem not in topm.PROBLEMS:
+      raise ValueError(f"`problem` must be a comma list of "
+                       f"{', '.join(topm.PROBLEMS)}; got {problem!r}.")
+  if "natural" in f.problem:
     if not f.targets:
       raise ValueError("`targets` (npy:PATH of probability vectors, one per "
                        "row) is required for --problem=natural.")
     targets = matrices.read_npy(f.targets.removeprefix("npy:"), "targets")
-  records = topm.sweep(mat.array, m_values, trials, f.problem, f.seed, f.eps,
-                       f.delta, targets, subsets,
+  curves = topm.sweeps(mat.array, m_values, trials, f.problem, f.seed,
+                       f.eps, f.delta, targets, subsets,
                        settings=admm.Settings(max_iters=f.max_iters),
                        batch=f.batch, exact_fallback=f.exact_fallback,
                        first_check=f.first_check or None, progress=True)
+  records = [r for recs in curves.values() for r in recs]
   if f.format == "json":
     print(cli.to_json(records))
   else:
     cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
             "fraction_upper"]
-    print(cli.format_records(records, f.format, cols))
+    print(cli.format_records(records, f.format, ["problem"] * (
+        len(curves) > 1) + cols))
   if f.plot:
     from bottleneck.io import plots  # pylint: disable=g-import-not-at-top
-    plots.save(plots.topm_curves({f"{mat.name} {f.problem}": records},
+    plots.save(plots.topm_curves({f"{mat.name} {p}": recs
+                                  for p, recs in curves.items()},
                                  mat.array.shape), f.plot)
     print(f"wrote {f.plot}", file=sys.stderr)
 

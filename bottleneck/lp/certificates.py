@@ -360,7 +360,7 @@ def check_unbounded(a, subset, x) -> dict:
 def verify(a, subset, y, threshold: float, claim: str, x, mu,
            policy: Policy = Policy(), p=None, scale: float | None = None,
            delta: float = 0.1) -> tuple[str, float, dict]:
-  """(verdict, objective bound, evidence) for a solver's candidate.
+  """(verdict, the bound on t* it proves, evidence) for a solver's candidate.
 
   `a` is the matrix or (better, once per matrix) its MatrixFacts.
   `claim` is what the solver nominated ('feasible' with the embedding x,

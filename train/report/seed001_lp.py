@@ -52,8 +52,11 @@ def figure1(config, outdir: str) -> Section:
   a = matrices.random(c.N, c.d, config.seed)
   m_values = cli.parse_int_list("figure1.m", c.m)
   curves, numbers, lines = {}, {}, []
-  for problem in c.problems:
-    recs = _sweep(a, c, m_values, problem, config.seed)
+  per_problem = topm.sweeps(a, m_values, c.trials, list(c.problems),
+                            config.seed, c.eps, c.delta,
+                            settings=_settings(c), batch=c.batch,
+                            exact_fallback=c.exact_fallback, progress=True)
+  for problem, recs in per_problem.items():  # One stream, one compile.
     curves[f"LP, {problem}"] = recs
     numbers[problem] = recs
     lines.append(f"**{problem}**: fraction >= {config.threshold} up to "
