@@ -150,14 +150,31 @@ _LOG_PROB = {
 
 
 def log_prob(N, d, m, form: str = "exact"):
-  """log P(the row-space embedding makes a random m-subset the top m)."""
-  checks.one_of("form", form, FORMS)
-  return _LOG_PROB[form](N, d, m)
+  """log P(the row-space embedding makes a random m-subset the top m).
+
+  Validates concrete sizes, then evaluates the form as one jitted function
+  (one compile per form and shape, not one per primitive as in eager mode).
+  """
+  return _evaluate(N, d, m, form, False)
 
 
 def prob(N, d, m, form: str = "exact"):
   """P(top-m selectable by the row-space embedding), in the chosen form."""
-  return jnp.exp(log_prob(N, d, m, form))
+  return _evaluate(N, d, m, form, True)
+
+
+def _evaluate(N, d, m, form, exponentiate):
+  checks.one_of("form", form, FORMS)
+  check_sizes(N, d, m)
+  args = [_float(x) if c is None else c.astype(jnp.result_type(float))
+          for x, c in ((x, _concrete(x)) for x in (N, d, m))]
+  return _jitted(*args, form, exponentiate)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _jitted(N, d, m, form, exponentiate):
+  log_p = _LOG_PROB[form](N, d, m)
+  return jnp.exp(log_p) if exponentiate else log_p
 
 
 _M_BLOCK = 128  # m values evaluated per step of the m* scan.

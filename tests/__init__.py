@@ -1,4 +1,4 @@
-"""Test package: 8 fake CPU devices and strict rank promotion for every test.
+"""Test package: 8 fake CPU devices, strict rank promotion, shared compile cache.
 
 Importing this package (pytest does so before any test module, and
 `python -m tests.<name>_test` likewise) sets XLA_FLAGS before JAX initialises
@@ -6,12 +6,26 @@ its backends, so sharded-vs-unsharded tests see 8 devices on any machine.
 """
 
 import os
+import tempfile
 
 _FLAG = "--xla_force_host_platform_device_count=8"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG)
 os.environ.setdefault("MPLBACKEND", "Agg")
+# pytest -n 2 runs two test processes (and their binaries, notebook kernels)
+# side by side: OpenBLAS threads of two processes spinning on 2 cores made
+# numpy-heavy tests up to 10x slower (colab 06's gradient cell: 10 s alone,
+# 114 s next to another run). One BLAS thread per process; XLA's own pool
+# is unaffected.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+  os.environ.setdefault(_var, "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# One persistent XLA compilation cache for every test process (pytest-xdist
+# workers, binaries, notebook kernels inherit it): the suite compiles the
+# same train steps, probes and LP loops in many processes.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+    tempfile.gettempdir(), f"bottleneck-tests-jax-cache-{os.getuid()}"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 

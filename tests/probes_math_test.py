@@ -129,6 +129,15 @@ class EncodingTest(absltest.TestCase):
     np.testing.assert_allclose(got["p_values"], p[1:], rtol=1e-6)
     self.assertGreater(got["p_values"][2], 0.01)  # The zero slope.
     self.assertLess(got["p_values"][0], 1e-10)
+    # Several responses, one factorisation: each column as its own lstsq.
+    y2 = x @ [0.0, 1.0, 4.0, 0.0] + rng.standard_normal(200)
+    first, second = encoding.mlr_columns(np.stack([y, y2], 1), x)
+    np.testing.assert_allclose(first["p_values"], p[1:], rtol=1e-6)
+    beta2 = np.linalg.lstsq(design, y2, rcond=None)[0]
+    np.testing.assert_allclose(second["slopes"], beta2[1:], rtol=1e-10)
+    res2 = y2 - design @ beta2
+    self.assertAlmostEqual(second["r2"], 1 - res2 @ res2 / np.sum(
+        (y2 - y2.mean()) ** 2), places=10)
 
   def test_probability_mlr_and_baselines(self):
     rng = np.random.default_rng(1)
@@ -175,6 +184,15 @@ class EncodingTest(absltest.TestCase):
                         0.05, msg=f"r={r} b={b}")
         self.assertLess(encoding.kl_unedited(alpha, alpha_of(edited), 17),
                         1e-3)
+        np.testing.assert_array_equal(np.delete(edited, 17, 0),
+                                      np.delete(e, 17, 0))
+    # Several scales at once (the probe's form): each row is one edit.
+    scales = np.array([0.2, 2.0, 20.0])
+    deltas = encoding.edit_delta(scales, fit["slopes"], fit["p_values"], 2.0)
+    for r, delta in zip(scales, deltas):
+      np.testing.assert_allclose(delta, encoding.edit_embedding(
+          e, 17, r, fit["slopes"], fit["p_values"], 2.0)[17] - e[17],
+                                 rtol=1e-12, atol=1e-15)
     w = encoding.edit_weights(fit["slopes"], fit["p_values"], np.inf)
     self.assertEqual(w.sum(), 1.0)
     self.assertEqual((w > 0).sum(), 1)

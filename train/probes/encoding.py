@@ -29,8 +29,9 @@ def encoding_probe(subject: Subject, x):
   alpha = mean_probabilities(subject, x)
   out = encoding.probability_mlr(alpha, _embeddings(subject))
   fit = out.pop("fit")
-  w, _ = subject.head()
-  out.update(adj_r2_without_bias=encoding.mlr(-np.log(alpha), w)["adj_r2"],
+  w, b = subject.head()
+  out.update(adj_r2_without_bias=out["adj_r2"] if b is None else
+             encoding.mlr(-np.log(alpha), w)["adj_r2"],
              tied=subject.cfg.head == "tied", V=int(w.shape[0]),
              D=int(w.shape[1]))
   if subject.cfg.head != "tied":  # Input embeddings too (untied models).
@@ -101,9 +102,7 @@ def edit_probe(subject: Subject, x_detect, x_id, x_ood, tokens: int = 10,
     p_values = (np.zeros_like(slopes) if label.startswith("A = -E")
                 else fit["p_values"])
     for token in chosen:
-      deltas = np.stack([encoding.edit_embedding(
-          e, int(token), r, slopes, p_values, b)[token] - e[token]
-                         for r in ratios])
+      deltas = encoding.edit_delta(np.array(ratios), slopes, p_values, b)
       for key, cache in sets.items():
         after = cache.edited_alpha(int(token), deltas)
         for r, row in zip(ratios, after):
