@@ -104,16 +104,23 @@ class Factors(NamedTuple):
   kappa: jax.Array  # [] Schur complement of t.
 
 
+_PREPARE_ROWS = 8192  # Rows rotated per float64 block in `prepare`.
+
+
 def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   """Normalises and rotates A once (float64 eigendecomposition on host)."""
   a = np.asarray(a_nxd, np.float64)
   gram = a.T @ a
   scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
   lam, v = np.linalg.eigh(gram / scale**2)
-  a_rot = a @ v  # One N x d float64 temporary (GPT-2 size: 309 MB).
-  a_rot /= scale
-  return (Shared(jnp.asarray(a_rot, dtype), jnp.asarray(lam, dtype),
-                 jnp.asarray(a_rot.sum(axis=0), dtype)), Basis(v, scale))
+  a_rot = np.empty(a.shape, np.dtype(dtype))  # Rotated in float64 by row
+  colsum = np.zeros(a.shape[1])  # blocks: no N x d float64 temporary.
+  for start in range(0, a.shape[0], _PREPARE_ROWS):
+    block = a[start:start + _PREPARE_ROWS] @ (v / scale)
+    a_rot[start:start + _PREPARE_ROWS] = block
+    colsum += block.sum(axis=0)
+  return (Shared(jnp.asarray(a_rot), jnp.asarray(lam, dtype),
+                 jnp.asarray(colsum, dtype)), Basis(v, scale))
 
 
 def to_original(basis: Basis, x_rot_d) -> np.ndarray:

@@ -49,7 +49,7 @@ class MatrixFacts:
   def __init__(self, a):
     self.a = np.asarray(a, np.float64)
     self.row_norms = np.linalg.norm(self.a, axis=1)
-    self.col_absmax = np.max(np.abs(self.a), axis=0)
+    self.col_absmax = np.maximum(self.a.max(axis=0), -self.a.min(axis=0))
     self._twins = None
 
   @property
