@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from absl.testing import absltest
+import matplotlib.pyplot as plt
 import numpy as np
 from safetensors.numpy import save_file
 
@@ -38,6 +39,10 @@ class ProbesTest(absltest.TestCase):
     cls.run_dir = os.path.join(base, "run")
     if not os.path.isdir(cls.run_dir):
       small_run(cls.run_dir)
+
+  def tearDown(self):
+    plt.close("all")  # The probes' figures are returned, not saved, here.
+    super().tearDown()
 
   def test_every_probe_runs_on_a_trained_run(self):
     expect = {"gradient": ("norm_ratio", "squared_ratio", "mean_cosine"),

@@ -94,19 +94,25 @@ def real_llm(config, outdir: str) -> Section:
   x_ood, _ = subjects.windows(subject, subjects.other_source(subject),
                               c.windows, "val", config.seed)
   check = sanity(subject, x, y, c.prompt, c.new_tokens)
-  grad, f_grad = gradient.gradient_probe(subject, x, y)
-  enc, f_enc = encoding.encoding_probe(subject, x)
-  edit, f_edit = encoding.edit_probe(subject, x, x_id, x_ood,
-                                     tokens=c.edit_tokens, seed=config.seed)
-  prune, f_prune = encoding.prune_probe(subject, x, x_ood)
-  cum, f_cum = head.cumulative_probe(subject, x)
+  lines = []
+
+  def saved(probe_result):  # Each probe's figures written (and closed) now.
+    numbers, figs = probe_result
+    lines.extend(figure(f, outdir, f"real_llm_{n}.png")
+                 for n, f in figs.items())
+    return numbers
+
+  grad = saved(gradient.gradient_probe(subject, x, y))
+  enc = saved(encoding.encoding_probe(subject, x))
+  edit = saved(encoding.edit_probe(subject, x, x_id, x_ood,
+                                   tokens=c.edit_tokens, seed=config.seed))
+  prune = saved(encoding.prune_probe(subject, x, x_ood))
+  cum = saved(head.cumulative_probe(subject, x))
   w = subject.head()[0]
-  rows, f_rows = head.rowstats_probe(w, subject.name, config.seed)
+  rows = saved(head.rowstats_probe(w, subject.name, config.seed))
   lp = lp_curve(w, c, config.seed) if c.lp_trials else {}
   natural = natural_targets(subject, x, w, c, config.seed) if c.lp_trials \
       else []
-  figs = {**f_grad, **f_enc, **f_edit, **f_prune, **f_cum, **f_rows}
-  lines = [figure(f, outdir, f"real_llm_{n}.png") for n, f in figs.items()]
   if lp:
     lines.append(figure(plots.topm_curves(lp, w.shape), outdir,
                         "real_llm_figure1.png"))
