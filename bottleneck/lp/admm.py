@@ -115,8 +115,9 @@ def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   lam, v = np.linalg.eigh(gram / scale**2)
   a_rot = np.empty(a.shape, np.dtype(dtype))  # Rotated in float64 by row
   colsum = np.zeros(a.shape[1])  # blocks: no N x d float64 temporary.
+  v_scaled = v / scale
   for start in range(0, a.shape[0], _PREPARE_ROWS):
-    block = a[start:start + _PREPARE_ROWS] @ (v / scale)
+    block = a[start:start + _PREPARE_ROWS] @ v_scaled
     a_rot[start:start + _PREPARE_ROWS] = block
     colsum += block.sum(axis=0)
   return (Shared(jnp.asarray(a_rot), jnp.asarray(lam, dtype),
