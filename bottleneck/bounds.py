@@ -166,9 +166,7 @@ def prob(N, d, m, form: str = "exact"):
 def _evaluate(N, d, m, form, exponentiate):
   checks.one_of("form", form, FORMS)
   check_sizes(N, d, m)
-  args = [_float(x) if c is None else c.astype(jnp.result_type(float))
-          for x, c in ((x, _concrete(x)) for x in (N, d, m))]
-  return _jitted(*args, form, exponentiate)
+  return _jitted(_float(N), _float(d), _float(m), form, exponentiate)
 
 
 @functools.partial(jax.jit, static_argnums=(3, 4))

@@ -179,8 +179,7 @@ def edit_delta(r, slopes, p_values, b: float = 2.0) -> np.ndarray:
   slopes = np.asarray(slopes, np.float64)
   omega = edit_weights(slopes, p_values, b)
   safe = np.where(np.abs(slopes) > 0, slopes, np.inf)  # Omega_k=0 there.
-  return -np.log(r)[..., None] * omega / safe if r.ndim else (
-      -np.log(r) * omega / safe)
+  return np.multiply.outer(-np.log(r), omega / safe)
 
 
 def scale_error(r: float, alpha_before, alpha_after, token: int) -> float:

@@ -94,13 +94,18 @@ class AgreementTest(parameterized.TestCase):
     both = topm.sweeps(a, [3, 6], 4, ("logits", "probs"), seed=2, batch=4)
     self.assertEqual(list(both), ["logits", "probs"])
     for problem, recs in both.items():
-      alone = topm.sweep(a, [3, 6], 4, problem, seed=2, batch=4)
+      # Reference without sweep/sweeps: the instances of each m drawn from
+      # the problem's own rng(seed), solved one m at a time.
+      rng = np.random.default_rng(2)
       self.assertEqual([r["problem"] for r in recs], [problem] * 2)
-      for got, want in zip(recs, alone):
+      for got, m in zip(recs, [3, 6]):
+        self.assertEqual(got["m"], m)
+        want = topm.solve(a, topm.make_instances(300, m, 4, problem, rng),
+                          batch=4)
         self.assertEqual([t["subset"] for t in got["trials_detail"]],
-                         [t["subset"] for t in want["trials_detail"]])
+                         [t["subset"] for t in want])
         self.assertEqual([t["verdict"] for t in got["trials_detail"]],
-                         [t["verdict"] for t in want["trials_detail"]])
+                         [t["verdict"] for t in want])
     with self.assertRaisesRegex(ValueError, "`problems`"):
       topm.sweeps(a, [3], 2, "logits")
 

@@ -101,8 +101,8 @@ def edit_probe(subject: Subject, x_detect, x_id, x_ood, tokens: int = 10,
     kls = []
     p_values = (np.zeros_like(slopes) if label.startswith("A = -E")
                 else fit["p_values"])
-    for token in chosen:
-      deltas = encoding.edit_delta(np.array(ratios), slopes, p_values, b)
+    deltas = encoding.edit_delta(np.array(ratios), slopes, p_values, b)
+    for token in chosen:  # The same row change for every token.
       for key, cache in sets.items():
         after = cache.edited_alpha(int(token), deltas)
         for r, row in zip(ratios, after):

@@ -22,10 +22,11 @@ def _settings(c) -> admm.Settings:
   return admm.Settings(max_iters=c.max_iters)
 
 
-def _sweep(a, c, m_values, problem, seed, targets=None):
-  return topm.sweep(a, m_values, c.trials, problem, seed, c.eps, c.delta,
-                    targets, settings=_settings(c), batch=c.batch,
-                    exact_fallback=c.exact_fallback, progress=True)
+def _sweeps(a, c, m_values, problems, seed, targets=None) -> dict:
+  """{problem: records}, every problem in one LP stream (one compile)."""
+  return topm.sweeps(a, m_values, c.trials, list(problems), seed, c.eps,
+                     c.delta, targets, settings=_settings(c), batch=c.batch,
+                     exact_fallback=c.exact_fallback, progress=True)
 
 
 def _strip(records):
@@ -52,11 +53,8 @@ def figure1(config, outdir: str) -> Section:
   a = matrices.random(c.N, c.d, config.seed)
   m_values = cli.parse_int_list("figure1.m", c.m)
   curves, numbers, lines = {}, {}, []
-  per_problem = topm.sweeps(a, m_values, c.trials, list(c.problems),
-                            config.seed, c.eps, c.delta,
-                            settings=_settings(c), batch=c.batch,
-                            exact_fallback=c.exact_fallback, progress=True)
-  for problem, recs in per_problem.items():  # One stream, one compile.
+  for problem, recs in _sweeps(a, c, m_values, c.problems,
+                               config.seed).items():
     curves[f"LP, {problem}"] = recs
     numbers[problem] = recs
     lines.append(f"**{problem}**: fraction >= {config.threshold} up to "
@@ -151,8 +149,8 @@ def natural_targets(config, outdir: str) -> Section:
   targets = corpora.next_word_distributions(text, c.contexts)
   a = matrices.random(c.N, c.d, config.seed)
   m_values = cli.parse_int_list("natural.m", c.m)
-  uniform = _sweep(a, c, m_values, "probs", config.seed)
-  natural = _sweep(a, c, m_values, "natural", config.seed, targets)
+  curves = _sweeps(a, c, m_values, ("probs", "natural"), config.seed, targets)
+  uniform, natural = curves["probs"], curves["natural"]
   body = "\n\n".join([
       f"Random {c.N}x{c.d} OPM. `natural`: the top-m probabilities of one of "
       f"{targets.shape[0]} empirical next-word distributions P(w' | w) "
@@ -182,7 +180,7 @@ def trained_vs_random(config, outdir: str) -> Section:
     n, d = mat.array.shape
     rnd = matrices.random(n, d, config.seed)
     for label, a in ((mat.name, mat.array), (f"random {n}x{d}", rnd)):
-      recs = _sweep(a, c, m_values, "logits", config.seed)
+      recs = _sweeps(a, c, m_values, ("logits",), config.seed)["logits"]
       curves[label] = recs
       numbers[label] = recs
       lines += [f"**{label}**: fraction >= {config.threshold} up to "

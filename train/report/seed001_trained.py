@@ -29,10 +29,9 @@ def appendices(config, outdir: str) -> Section:
   targets = subjects.next_token_targets(subject, x)
   a = matrices.random(c.lp_N, c.lp_d, config.seed)
   m_values = cli.parse_int_list("probes.lp_m", c.lp_m)
-  trained = topm.sweep(a, m_values, c.lp_trials, "natural", config.seed,
-                       targets=targets, batch=32)
-  uniform = topm.sweep(a, m_values, c.lp_trials, "probs", config.seed,
-                       batch=32)
+  curves = topm.sweeps(a, m_values, c.lp_trials, ("natural", "probs"),
+                       config.seed, targets=targets, batch=32)
+  trained, uniform = curves["natural"], curves["probs"]
   strip = lambda recs: [{k: v for k, v in r.items() if k != "trials_detail"}
                         for r in recs]
   cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
