@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from configs import thesis
-from train import trainer
+from train.training import trainer
 
 
 def measured_gemm_flops(n: int = 2048, reps: int = 5) -> float:

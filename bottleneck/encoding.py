@@ -47,10 +47,25 @@ def mlr(y_n, x_nxd) -> dict:
   return mlr_columns(y[:, None], x_nxd)[0]
 
 
+_BLOCK = 1 << 14  # Rows of X per block (float64 per block, never all).
+
+
+def _column_means(x):
+  return sum(x[i:i + _BLOCK].sum(0, dtype=np.float64)
+             for i in range(0, len(x), _BLOCK)) / len(x)
+
+
 def mlr_columns(y_nxr, x_nxd) -> list[dict]:
-  """`mlr` of each column of y on the same X: one factorisation of the
-  design for all of them (at V = 49152, D = 576 each fit costs seconds)."""
-  x = checks.finite_array("x", x_nxd, ndim=2).astype(np.float64)
+  """`mlr` of each column of y on the same X, from one Gram matrix.
+
+  X is centred by its column means (slopes, their standard errors and R^2
+  are those of the regression on [1, X]; the intercept is shifted back),
+  X^T X and X^T y are summed in float64 over row blocks and solved by an
+  eigen-decomposition (rank as lstsq's rcond=None), residuals in a second
+  pass: O(D^2) memory whatever V (a 262144 x 640 head needs no float64
+  copy). Singular designs get the minimum-norm solution.
+  """
+  x = checks.finite_array("x", x_nxd, ndim=2)
   ys = checks.finite_array("y", y_nxr, ndim=2).astype(np.float64)
   n, k = x.shape
   if ys.shape[0] != n:
@@ -59,23 +74,42 @@ def mlr_columns(y_nxr, x_nxd) -> list[dict]:
   if n <= k + 1:
     raise ValueError(f"MLR needs more rows than columns + 1; got {n} rows, "
                      f"{k} columns.")
-  design = np.hstack([np.ones((n, 1)), x])
-  betas, _, rank, _ = np.linalg.lstsq(design, ys, rcond=None)
-  gram_pinv = np.linalg.pinv(design.T @ design)
-  dof = n - rank
+  mean_x, mean_y = _column_means(x), ys.mean(0)
+  gram, xty = np.zeros((k, k)), np.zeros((k, ys.shape[1]))
+  for i in range(0, n, _BLOCK):
+    xc = x[i:i + _BLOCK].astype(np.float64) - mean_x
+    gram += xc.T @ xc
+    xty += xc.T @ (ys[i:i + _BLOCK] - mean_y)
+  lam, vec = np.linalg.eigh(gram)
+  sing = np.sqrt(np.clip(lam, 0.0, None))
+  keep = sing > np.finfo(np.float64).eps * max(n, k + 1) * sing.max()
+  gram_pinv = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
+  slopes = gram_pinv @ xty  # [k, r]
+  ssr = np.zeros(ys.shape[1])
+  for i in range(0, n, _BLOCK):
+    xc = x[i:i + _BLOCK].astype(np.float64) - mean_x
+    ssr += ((ys[i:i + _BLOCK] - mean_y - xc @ slopes) ** 2).sum(0)
+  sst = ((ys - mean_y) ** 2).sum(0)
+  dof = n - int(keep.sum()) - 1
   out = []
-  for y, beta in zip(ys.T, betas.T):
-    resid = y - design @ beta
-    ssr, sst = float(resid @ resid), float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - ssr / sst
+  for j in range(ys.shape[1]):
+    beta = slopes[:, j]
+    r2 = 1.0 - ssr[j] / sst[j]
     adj = 1.0 - (1.0 - r2) * (n - 1) / dof
-    se = np.sqrt(np.clip(np.diag(gram_pinv) * ssr / dof, 0.0, None))
+    se = np.sqrt(np.clip(np.diag(gram_pinv) * ssr[j] / dof, 0.0, None))
     t = np.divide(beta, se, out=np.zeros_like(beta), where=se > 0)
     p = 2.0 * stats.t.sf(np.abs(t), dof)
-    out.append({"intercept": float(beta[0]), "slopes": beta[1:],
-                "p_values": p[1:], "t": t[1:], "r2": r2, "adj_r2": adj,
-                "n": n, "k": k})
+    out.append({"intercept": float(mean_y[j] - mean_x @ beta),
+                "slopes": beta, "p_values": p, "t": t, "r2": float(r2),
+                "adj_r2": float(adj), "n": n, "k": k})
   return out
+
+
+def fitted(fit: dict, x_nxd) -> np.ndarray:
+  """intercept + X slopes, block by block (float64)."""
+  x = np.asarray(x_nxd)
+  return np.concatenate([fit["intercept"] + x[i:i + _BLOCK].astype(
+      np.float64) @ fit["slopes"] for i in range(0, len(x), _BLOCK)])
 
 
 def probability_mlr(alpha_v, e_vxd, seed: int = 0) -> dict:
@@ -110,29 +144,41 @@ def average_ranks(rows_kxn) -> np.ndarray:
   return out
 
 
-def spearman_profiles(alpha_v, e_vxd) -> dict:
+def spearman_profiles(alpha_v, e_vxd, block: int = 32) -> dict:
   """Fig. 3: |Spearman r| of alpha with each principal component (sorted by
   variance) and with each original dimension, and PCA variance ratios.
-  Spearman r = Pearson r of average ranks; PCA from the eigenvectors of
-  the centred Gram matrix (D x D)."""
-  e = np.asarray(e_vxd, np.float64)
+  Spearman r = Pearson r of average ranks; PCA from the eigenvectors of the
+  centred Gram matrix (D x D). Columns are ranked `block` at a time."""
+  e = checks.finite_array("e", e_vxd, ndim=2)
   alpha = np.asarray(alpha_v, np.float64)
-  centred = e - e.mean(0)
-  var, vecs = np.linalg.eigh(centred.T @ centred)
+  mean = _column_means(e)
+  gram = np.zeros((e.shape[1],) * 2)
+  for i in range(0, len(e), _BLOCK):
+    c = e[i:i + _BLOCK].astype(np.float64) - mean
+    gram += c.T @ c
+  var, vecs = np.linalg.eigh(gram)
   var, vecs = np.clip(var[::-1], 0.0, None), vecs[:, ::-1]
-  scores = centred @ vecs
   r_alpha = average_ranks(alpha[None])[0]
   r_alpha -= r_alpha.mean()
 
-  def abs_spearman(cols_vxk):  # One row of ranks per column.
-    ranks = average_ranks(np.ascontiguousarray(cols_vxk.T))
-    ranks -= ranks.mean(1, keepdims=True)
-    return np.abs(ranks @ r_alpha) / (
-        np.linalg.norm(ranks, axis=1) * np.linalg.norm(r_alpha))
+  def abs_spearman(columns):  # columns(j0, j1) -> [V, j1 - j0] float64.
+    out = []
+    for j in range(0, e.shape[1], block):
+      ranks = average_ranks(np.ascontiguousarray(
+          columns(j, min(j + block, e.shape[1])).T))
+      ranks -= ranks.mean(1, keepdims=True)
+      out.append(np.abs(ranks @ r_alpha) / (
+          np.linalg.norm(ranks, axis=1) * np.linalg.norm(r_alpha)))
+    return np.concatenate(out)
+
+  def scores(a, b):  # Principal-component scores, row block by block.
+    return np.concatenate([(e[i:i + _BLOCK].astype(np.float64) - mean) @
+                           vecs[:, a:b] for i in range(0, len(e), _BLOCK)])
 
   return {"pc_abs_spearman": abs_spearman(scores),
           "pc_variance_ratio": var / np.sum(var),
-          "dim_abs_spearman": abs_spearman(e)}
+          "dim_abs_spearman": abs_spearman(
+              lambda a, b: e[:, a:b].astype(np.float64))}
 
 
 def edit_weights(slopes, p_values, b: float) -> np.ndarray:

@@ -57,39 +57,76 @@ def logit_gradients(h_txd, w_vxd, b_v, y_t):
       y_t, w_vxd.shape[0], dtype=logits.dtype)
 
 
-def _chunks(x, chunk):
-  """[T, ...] -> [n, chunk, ...] zero-padded, and the validity mask [n, c]."""
-  t = x.shape[0]
+def head_statistics(h_btd, y_bt, w_vxd, b_v, q_vxd, chunk: int,
+                    softcap: float = 0.0, valid_b=None):
+  """Everything the probes need from the logits of a batch of windows, in
+  one pass, `chunk` positions of each window at a time (lax.scan over T:
+  never more than B x chunk x V logits; B stays sharded).
+
+  Per position: -log p(y), whether y is the most likely token and (with Q)
+  cos(g, P_W g), whose sine is the fraction of g's norm destroyed. Summed
+  over positions: the next-token distribution (seed 003's alpha, times the
+  count), and with Q = `q_vxd` (None skips them) seed 002's |g|^2,
+  |Q^T g|^2 and cos(g, P_W g) for g = softmax(z) - onehot(y), z = H W^T + b
+  (eq. 7). With final-logit soft-capping (c tanh(z / c), Gemma 2), the model
+  distribution uses the capped logits and g is the gradient with respect to
+  z, the part that reaches W^T. valid_b: 0/1 per window (padding windows
+  of a sharded batch count 0 in the sums).
+  """
+  b, t, d = h_btd.shape
   n = -(-t // chunk)
   pad = n * chunk - t
-  x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-  mask = jnp.arange(n * chunk) < t
-  return x.reshape((n, chunk) + x.shape[1:]), mask.reshape(n, chunk)
+  h = jnp.pad(h_btd, ((0, 0), (0, pad), (0, 0)))
+  y = jnp.pad(y_bt, ((0, 0), (0, pad)))
+  h = h.reshape(b, n, chunk, d).swapaxes(0, 1)  # [n, B, c, D]
+  y = y.reshape(b, n, chunk).swapaxes(0, 1)
+  valid = (jnp.arange(n * chunk) < t).reshape(n, chunk)
+  windows = jnp.ones((b,), jnp.float32) if valid_b is None else \
+      jnp.asarray(valid_b, jnp.float32)
+  v = w_vxd.shape[0]
+
+  def body(acc, xs):
+    h_c, y_c, m = xs
+    z = h_c @ w_vxd.T
+    if b_v is not None:
+      z = z + b_v[None, None, :]
+    zc = softcap * jnp.tanh(z / softcap) if softcap else z
+    lse = jax.nn.logsumexp(zc, axis=-1)
+    nll = lse - jnp.take_along_axis(zc, y_c[..., None], -1)[..., 0]
+    top1 = jnp.argmax(zc, axis=-1) == y_c
+    p = jnp.exp(zc - lse[..., None])
+    mask = windows[:, None] * m[None, :].astype(p.dtype)  # [B, c]: 0 = pad.
+    out = dict(acc, alpha=acc["alpha"] + jnp.einsum("bcv,bc->v", p, mask))
+    if q_vxd is not None:
+      g = p - jax.nn.one_hot(y_c, v, dtype=p.dtype)
+      if softcap:
+        g = g * (1.0 - jnp.tanh(z / softcap) ** 2)
+      total = jnp.sum(g * g, axis=-1)  # |g_t|^2
+      visible = jnp.sum((g @ q_vxd) ** 2, axis=-1)  # |Q^T g_t|^2
+      cos = jnp.sqrt(jnp.clip(visible / jnp.maximum(total, 1e-30), 0.0, 1.0))
+      out.update(grad_sq=acc["grad_sq"] + jnp.sum(mask * total),
+                 visible_sq=acc["visible_sq"] + jnp.sum(mask * visible),
+                 cos_sum=acc["cos_sum"] + jnp.sum(mask * cos))
+      return out, (nll, top1, cos)
+    return out, (nll, top1, jnp.zeros_like(nll))
+
+  zero = jnp.zeros((), jnp.float32)
+  init = {"alpha": jnp.zeros((v,), jnp.float32)}
+  if q_vxd is not None:
+    init.update(grad_sq=zero, visible_sq=zero, cos_sum=zero)
+  sums, (nll, top1, cos) = jax.lax.scan(body, init, (h, y, valid))
+  unchunk = lambda a: a.swapaxes(0, 1).reshape(b, n * chunk)[:, :t]
+  out = dict(sums, nll=unchunk(nll), top1=unchunk(top1))
+  if q_vxd is not None:
+    out["cos"] = unchunk(cos)
+  return out
 
 
 def bottleneck_stats(h_txd, w_vxd, b_v, y_t, q_vxd, chunk: int):
-  """Sums over tokens of |g|^2, |Q^T g|^2 and cos(g, P_W g): pure jnp.
-
-  Jittable core of `destroyed_fraction` (also the training-time probe);
-  `chunk` tokens at a time through `lax.scan`, padding masked out.
-  """
-  h_c, mask = _chunks(h_txd, chunk)
-  y_c, _ = _chunks(y_t, chunk)
-
-  def body(acc, xs):
-    h, y, m = xs
-    g = logit_gradients(h, w_vxd, b_v, y)
-    total = jnp.sum(g * g, axis=-1)  # |g_t|^2
-    visible = jnp.sum((g @ q_vxd) ** 2, axis=-1)  # |Q^T g_t|^2
-    cos = jnp.sqrt(jnp.clip(visible / jnp.maximum(total, 1e-30), 0.0, 1.0))
-    m = m.astype(total.dtype)
-    return (acc[0] + jnp.sum(m * total), acc[1] + jnp.sum(m * visible),
-            acc[2] + jnp.sum(m * cos)), None
-
-  zero = jnp.zeros((), jnp.float32)
-  (total, visible, cos), _ = jax.lax.scan(body, (zero, zero, zero),
-                                          (h_c, y_c, mask))
-  return {"grad_sq": total, "visible_sq": visible, "cos_sum": cos}
+  """Sums over tokens of |g|^2, |Q^T g|^2 and cos(g, P_W g): pure jnp,
+  jittable (the training-time probe and `destroyed_fraction`)."""
+  out = head_statistics(h_txd[None], y_t[None], w_vxd, b_v, q_vxd, chunk)
+  return {k: out[k] for k in ("grad_sq", "visible_sq", "cos_sum")}
 
 
 _stats_jit = jax.jit(bottleneck_stats, static_argnames="chunk")

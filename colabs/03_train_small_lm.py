@@ -37,7 +37,8 @@ import jax
 import matplotlib.pyplot as plt
 
 from configs import thesis
-from train import completions, model, plots, trainer
+from train.training import completions, plots, trainer
+from train.models import gpt as model
 
 config = thesis.get_config("model1,cpu")
 config.train.steps = STEPS

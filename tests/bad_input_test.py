@@ -17,7 +17,9 @@ from bottleneck import bounds, simulate, topm
 from bottleneck.io import cli, hf, matrices
 from bottleneck.lp import admm
 from configs import thesis
-from train import hf_gpt2, tokenizers, trainer
+from train.models import loaders
+from train.text import tokenizers
+from train.training import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,7 +122,7 @@ class LibraryTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "is a file, not a folder"):
       cli.writable_dir("outdir", self.f["empty_npy"])
     with self.assertRaisesRegex(ValueError, "lacks the integer field"):
-      hf_gpt2.load(self.f["hf_no_key"])
+      loaders.load_hf(self.f["hf_no_key"])
     with self.assertRaisesRegex(ValueError, "neither model.safetensors"):
       hf.read_tensors(self.f["hf_no_key"], "hf_dir")
     with self.assertRaisesRegex(ValueError, "has no tokenizer files"):
@@ -130,7 +132,7 @@ class LibraryTest(parameterized.TestCase):
 class WorkdirLockTest(absltest.TestCase):
 
   def test_one_trainer_per_workdir_and_stale_locks(self):
-    from train import checkpoint  # pylint: disable=g-import-not-at-top
+    from train.training import checkpoint  # pylint: disable=g-import-not-at-top
     wd = self.create_tempdir().full_path
     with checkpoint.WorkdirLock(wd):
       with self.assertRaisesRegex(ValueError, "is in use by pid"):

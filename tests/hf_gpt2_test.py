@@ -1,4 +1,5 @@
-"""HF GPT-2-format weights load and match a float64 numpy GPT-2."""
+"""HF GPT-2-format weights load (through the family registry) and match a
+float64 numpy GPT-2."""
 
 import json
 import os
@@ -7,7 +8,7 @@ from absl.testing import absltest
 import numpy as np
 from safetensors.numpy import save_file
 
-from train import hf_gpt2
+from train.models import loaders
 
 CFG = {"model_type": "gpt2", "vocab_size": 97, "n_positions": 16,
        "n_embd": 32, "n_layer": 2, "n_head": 4, "layer_norm_epsilon": 1e-5,
@@ -72,8 +73,8 @@ class HFGPT2Test(absltest.TestCase):
     save_file(w, os.path.join(folder, "model.safetensors"))
     with open(os.path.join(folder, "config.json"), "w") as f:
       json.dump(CFG, f)
-    params, cfg = hf_gpt2.load(folder)
-    from train import model as model_lib  # pylint: disable=g-import-not-at-top
+    params, cfg = loaders.load_hf(folder)
+    from train.models import gpt as model_lib  # pylint: disable=g-import-not-at-top
     ids = np.array([5, 17, 3, 96, 0, 44, 8])
     got = model_lib.GPT(cfg).apply(params, ids[None])[0]
     np.testing.assert_allclose(got, numpy_gpt2(w, ids), rtol=2e-4, atol=2e-4)
@@ -83,27 +84,28 @@ class HFGPT2Test(absltest.TestCase):
   def test_bad_folders(self):
     folder = self.create_tempdir().full_path
     with self.assertRaisesRegex(ValueError, "config.json"):
-      hf_gpt2.load(folder)
+      loaders.load_hf(folder)
     with open(os.path.join(folder, "config.json"), "w") as f:
-      json.dump(dict(CFG, model_type="llama"), f)
-    with self.assertRaisesRegex(ValueError, "model_type"):
-      hf_gpt2.load(folder)
+      json.dump(dict(CFG, model_type="bloom"), f)
+    with self.assertRaisesRegex(ValueError, "model_type='bloom' is not "
+                                "supported; supported: llama"):
+      loaders.load_hf(folder)
     with open(os.path.join(folder, "config.json"), "w") as f:
       json.dump(CFG, f)
     with self.assertRaisesRegex(ValueError, "model.safetensors"):
-      hf_gpt2.load(folder)
+      loaders.load_hf(folder)
     save_file(random_gpt2(), os.path.join(folder, "model.safetensors"))
-    hf_gpt2.load(folder)  # Consistent: loads.
+    loaders.load_hf(folder)  # Consistent: loads.
     for key, value in (("n_embd", CFG["n_embd"] * 2),
                        ("vocab_size", CFG["vocab_size"] + 1)):
       with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(dict(CFG, **{key: value}), f)
       with self.assertRaisesRegex(ValueError, "has shape .* implies"):
-        hf_gpt2.load(folder)
+        loaders.load_hf(folder)
     with open(os.path.join(folder, "config.json"), "w") as f:
       json.dump({k: v for k, v in CFG.items() if k != "n_layer"}, f)
     with self.assertRaisesRegex(ValueError, "lacks the integer field"):
-      hf_gpt2.load(folder)
+      loaders.load_hf(folder)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from absl.testing import absltest
 import optax
 
 from bottleneck.lp import certificates, stream
-from train import optim
+from train.training import optim
 import tests.lp_test as lp_test
 import tests.trainer_test as trainer_test
 

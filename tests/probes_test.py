@@ -12,7 +12,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from configs import thesis
-from train import tokenizers, trainer
+from train.text import tokenizers
+from train.training import trainer
 from train.probes import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

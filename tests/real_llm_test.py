@@ -1,9 +1,10 @@
 """GPT-NeoX (Pythia), Llama-3 RoPE scaling, memory estimates, bf16 and the
-sharded probe forward, each against an independent reference.
+sharded one-forward Pass, each against an independent reference.
 
 References: a float64 numpy forward of the HF layout written here (NeoX),
-llama_test's numpy Llama with the inverse frequencies HF's llama3 code
-computes (re-derived in numpy from its formula), the unsharded forward.
+families_test's reference forward with the inverse frequencies HF's llama3
+code computes (re-derived in numpy from its formula), the unsharded Pass
+and a float64 numpy head.
 """
 
 import json
@@ -16,9 +17,10 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from bottleneck import sharding
-from tests import llama_test
-from train import hf_llama, llama, neox
-from train.probes import subjects
+from tests import families_test
+from train.models import layers, loaders
+from train.models.families import llamalike
+from train.probes import forward, subjects
 
 V, D, L, H, F = 97, 32, 2, 4, 64
 HD = D // H
@@ -137,10 +139,10 @@ class NeoXTest(absltest.TestCase):
     ids = np.array([5, 17, 3, 96, 0, 44, 8, 50, 12, 7])
     for parallel, pct in ((True, 0.5), (False, 0.25), (True, 1.0)):
       folder = _hf_folder(self, w, _neox_config(parallel, pct))
-      params, cfg = neox.load(folder)
+      params, cfg = loaders.load_hf(folder)
       self.assertEqual((cfg.parallel_residual, cfg.rotary_dim),
                        (parallel, int(HD * pct)))
-      got = neox.NeoX(cfg).apply(params, ids[None])[0]
+      got = cfg.module().apply(params, ids[None])[0]
       np.testing.assert_allclose(got, numpy_neox(w, ids, parallel, pct),
                                  rtol=2e-4, atol=2e-4)
     # A swapped q/k block order inside the fused weight is detected.
@@ -148,8 +150,8 @@ class NeoXTest(absltest.TestCase):
     qkv = bad["gpt_neox.layers.0.attention.query_key_value.weight"]
     bad["gpt_neox.layers.0.attention.query_key_value.weight"] = (
         qkv.reshape(H, 3, HD, D)[:, [1, 0, 2]].reshape(3 * D, D))
-    params, cfg = neox.load(_hf_folder(self, bad, _neox_config()))
-    wrong = neox.NeoX(cfg).apply(params, ids[None])[0]
+    params, cfg = loaders.load_hf(_hf_folder(self, bad, _neox_config()))
+    wrong = cfg.module().apply(params, ids[None])[0]
     self.assertGreater(np.abs(wrong - numpy_neox(w, ids)).max(), 1e-2)
 
   def test_subject_and_bad_configs(self):
@@ -177,39 +179,47 @@ class RopeScalingTest(absltest.TestCase):
   def test_llama3_frequencies_match_hf_formula(self):
     for head_dim, theta, old in ((8, 10000.0, 64), (128, 500000.0, 8192)):
       s = dict(self.SCALING, original_max_position_embeddings=old)
-      got = llama.inverse_frequencies(
-          head_dim, theta, llama.rope_divisors(s, head_dim, theta))
+      got = layers.inverse_frequencies(
+          head_dim, theta, llamalike.rope_divisors(s, head_dim, theta, "x"))
       want = llama3_inverse_frequencies(head_dim, theta, 8.0, 1.0, 4.0, old)
       np.testing.assert_allclose(got, want, rtol=1e-6)
-      self.assertTrue(np.any(np.asarray(got) != llama.inverse_frequencies(
+      self.assertTrue(np.any(np.asarray(got) != layers.inverse_frequencies(
           head_dim, theta)))  # The scaling changes something here.
-    self.assertEqual(llama.rope_divisors({"type": "linear", "factor": 2.0},
-                                         8, 1e4), (2.0,) * 4)
+    self.assertEqual(llamalike.rope_divisors(
+        {"type": "linear", "factor": 2.0}, 8, 1e4, "x"), (2.0,) * 4)
     with self.assertRaisesRegex(ValueError, "rope_type='yarn'"):
-      llama.rope_divisors({"rope_type": "yarn", "factor": 2.0}, 8, 1e4)
+      llamalike.rope_divisors({"rope_type": "yarn", "factor": 2.0}, 8, 1e4,
+                              "x")
 
   def test_scaled_forward_hf_and_gguf(self):
-    w = llama_test._weights(4)  # pylint: disable=protected-access
-    hd = llama_test.HD
-    inv = llama3_inverse_frequencies(hd, 10000.0, 8.0, 1.0, 4.0, 64)
+    w = families_test.weights("llama", 4)
+    a = families_test.ARCHS["llama"]
     ids = np.arange(1, 40, 3)
-    want = llama_test.numpy_llama(w, ids, inv)
+    want = scaled_reference(a, w, ids, self.SCALING)
     folder = self.create_tempdir().full_path
-    llama_test.write_hf_folder(folder, w, rope_scaling=self.SCALING)
-    params, cfg = hf_llama.load(folder)
-    got = llama.Llama(cfg).apply(params, ids[None])[0]
+    families_test.write_hf(folder, "llama", w, dict(
+        families_test.hf_config("llama"), rope_scaling=self.SCALING))
+    params, cfg = loaders.load_hf(folder)
+    got = cfg.module().apply(params, ids[None])[0]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
-    self.assertGreater(np.abs(llama_test.numpy_llama(w, ids) - want).max(),
+    self.assertGreater(np.abs(families_test.reference(a, w, ids) - want).max(),
                        1e-3)  # Positions are long enough to tell.
     path = os.path.join(folder, "scaled.gguf")  # llama.cpp: rope_freqs.
-    llama_test.write_gguf(path, w, quantize_embedding=False,
-                          rope_freqs=np.asarray(cfg.rope_divisors, np.float32))
-    from train import gguf_llama  # pylint: disable=g-import-not-at-top
-    params_g, cfg_g, _ = gguf_llama.load(path)
+    families_test.write_gguf(path, "llama", w, rope_freqs=np.asarray(
+        cfg.rope_divisors, np.float32))
+    params_g, cfg_g, _ = loaders.load_gguf(path)
     np.testing.assert_allclose(cfg_g.rope_divisors, cfg.rope_divisors,
                                rtol=1e-6)
-    got_g = llama.Llama(cfg_g).apply(params_g, ids[None])[0]
+    got_g = cfg_g.module().apply(params_g, ids[None])[0]
     np.testing.assert_allclose(got_g, want, rtol=2e-4, atol=2e-4)
+
+
+def scaled_reference(a, w, ids, scaling):
+  """families_test.reference with HF's llama3 inverse frequencies."""
+  inv = llama3_inverse_frequencies(
+      a["HD"], a["theta"], scaling["factor"], scaling["low_freq_factor"],
+      scaling["high_freq_factor"], scaling["original_max_position_embeddings"])
+  return families_test.reference(a, w, ids, inv)
 
 
 class LoadingTest(absltest.TestCase):
@@ -225,24 +235,25 @@ class LoadingTest(absltest.TestCase):
                                 r"needs about 50\.\d GiB; this machine has"):
       with absltest.mock.patch("bottleneck.checks.memory_bytes",
                                return_value=24 * 2**30):
-        hf_llama.load(folder)
+        loaders.load_hf(folder)
     with absltest.mock.patch("bottleneck.checks.memory_bytes",
                              return_value=24 * 2**30):
       with self.assertRaisesRegex(ValueError, "in bfloat16 needs about 25"):
-        hf_llama.load(folder, "bfloat16")
-    with self.assertRaisesRegex(ValueError, "`dtype` must be one of"):
-      hf_llama.load(folder, "float16")
+        loaders.load_hf(folder, "bfloat16")
+    with self.assertRaisesRegex(ValueError, "`dtype` must be float32 or "
+                                "bfloat16"):
+      loaders.load_hf(folder, "float16")
 
   def test_bfloat16_close_to_float32(self):
-    w = llama_test._weights(5)  # pylint: disable=protected-access
+    w = families_test.weights("gemma3", 5)
     folder = self.create_tempdir().full_path
-    llama_test.write_hf_folder(folder, w)
+    families_test.write_hf(folder, "gemma3", w)
     ids = np.arange(2, 30, 2)
-    p32, c32 = hf_llama.load(folder)
-    p16, c16 = hf_llama.load(folder, "bfloat16")
+    p32, c32 = loaders.load_hf(folder)
+    p16, c16 = loaders.load_hf(folder, "bfloat16")
     self.assertEqual(jax.tree.leaves(p16)[0].dtype, np.dtype("bfloat16"))
-    f32 = np.asarray(llama.Llama(c32).apply(p32, ids[None])[0])
-    f16 = np.asarray(llama.Llama(c16).apply(p16, ids[None])[0], np.float32)
+    f32 = np.asarray(c32.module().apply(p32, ids[None])[0])
+    f16 = np.asarray(c16.module().apply(p16, ids[None])[0], np.float32)
     self.assertTrue(np.isfinite(f16).all())
     # bf16 keeps ~3 significant digits: close, but not equal.
     self.assertLess(np.abs(f16 - f32).max(), 0.05 * np.abs(f32).max())
@@ -251,23 +262,40 @@ class LoadingTest(absltest.TestCase):
 
 class ShardedForwardTest(absltest.TestCase):
 
-  def test_eight_devices_equal_one(self):
+  def test_eight_devices_equal_one_and_numpy(self):
     self.assertEqual(jax.device_count(), 8)
     folder = _hf_folder(self, _neox_weights(2), _neox_config())
     subject = subjects.load_subject(model=f"hf:{folder}")
     x = np.random.default_rng(0).integers(0, V, (11, 16))  # 11: padded.
     y = np.roll(x, -1, 1)
     one = sharding.batch_mesh(jax.devices()[:1])
-    h1, p1 = subjects.forward(subject, x, batch=4, mesh=one)
-    h8, p8 = subjects.forward(subject, x, batch=4)
-    self.assertEqual(h8.shape, (11 * 16, D))
-    np.testing.assert_allclose(h8, h1, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(p8, p1, rtol=1e-5, atol=1e-7)
-    nll = subjects.token_nll(subject, x, y, batch=4)
-    np.testing.assert_allclose(
-        nll, -np.log(p1[np.arange(len(p1)), y.ravel()]), rtol=1e-4)
-    np.testing.assert_allclose(subjects.mean_probabilities(subject, x, 3),
-                               p1.astype(np.float64).mean(0), rtol=1e-5)
+    p1 = forward.run(subject, x, y, batch=4, mesh=one)
+    p8 = forward.run(subject, x, y, batch=4)
+    self.assertEqual(p8.h.shape, (11 * 16, D))
+    np.testing.assert_allclose(p8.h, p1.h, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(p8.nll, p1.nll, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p8.alpha, p1.alpha, rtol=1e-5)
+    for key in ("grad_sq", "visible_sq", "cos_sum"):
+      self.assertAlmostEqual(p8.gradient[key], p1.gradient[key], delta=1e-4 *
+                             abs(p1.gradient[key]))
+    # Against a float64 numpy head on the same hidden states.
+    w, _ = subject.head()
+    logits = p1.h.astype(np.float64) @ w.T.astype(np.float64)
+    logp = logits - logits.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    np.testing.assert_allclose(p1.nll, -logp[np.arange(len(logp)), y.ravel()],
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(p1.alpha, np.exp(logp).mean(0), rtol=1e-4)
+    np.testing.assert_array_equal(p1.top1, logits.argmax(1) == y.ravel())
+    g = np.exp(logp)
+    g[np.arange(len(g)), y.ravel()] -= 1.0
+    q = np.linalg.qr(w.astype(np.float64))[0]
+    self.assertAlmostEqual(p1.gradient["visible_sq"] / p1.gradient["grad_sq"],
+                           np.sum((g @ q) ** 2) / np.sum(g * g), places=5)
+    # The same windows through the model's own __call__ (HF semantics).
+    full = np.asarray(subject.model.apply(subject.params, x[:2]))
+    np.testing.assert_allclose(p1.h[:32] @ w.T, full.reshape(32, V),
+                               rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":

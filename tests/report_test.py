@@ -13,9 +13,9 @@ from train.report import runner
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_HALF = ("table1", "figure5", "prescribed", "signrank", "figure1",
               "figure3", "natural", "trained")
-# On SmolLM2 the real-LLM section is exercised by colab 06; here it runs on
-# a small Llama GGUF the test writes (same code path, seconds instead of
-# minutes).
+# On SmolLM2 and Gemma 3 the real-LLM comparison is exercised by colab 06;
+# here it compares two small GGUFs of different families that the test
+# writes (same code path, seconds instead of minutes).
 REAL_LLM = ("real_llm",)
 
 
@@ -59,25 +59,34 @@ class ReportTest(absltest.TestCase):
     grad = list(saved["sections"]["gradient"].values())[0]
     self.assertTrue(0 < grad["norm_ratio"] < 1)
 
-  def test_real_llm_section_on_a_small_gguf(self):
-    from tests import llama_test  # pylint: disable=g-import-not-at-top
+  def test_real_llm_section_compares_two_small_ggufs(self):
+    from tests import families_test  # pylint: disable=g-import-not-at-top
     outdir = self.create_tempdir().full_path
-    path = os.path.join(outdir, "tiny.gguf")
-    llama_test.write_gguf(path, llama_test._weights(6))  # pylint: disable=protected-access
+    specs = []
+    for arch in ("llama", "gemma3"):
+      path = os.path.join(outdir, f"tiny_{arch}.gguf")
+      families_test.write_gguf(path, arch, families_test.weights(arch, 6))
+      specs.append(f"gguf:{path}")
     config = report_config.get_config("tiny")
-    config.real_llm.update(model=f"gguf:{path}", lp_m="4,8", natural_m="3",
-                           new_tokens=3)
+    config.real_llm.models = tuple(specs)
     saved = runner.run(config, outdir, list(REAL_LLM))
-    numbers = saved["sections"]["real_llm"]
-    self.assertTrue(0 < numbers["gradient"]["norm_ratio"] < 1)
-    self.assertGreater(numbers["sanity"]["perplexity"], 1.0)
-    self.assertEqual([r["m"] for r in numbers["figure1"]["trained head"]],
-                     [4, 8])
+    models = saved["sections"]["real_llm"]["models"]
+    self.assertEqual(list(models), ["tiny_llama", "tiny_gemma3"])
+    for numbers in models.values():
+      self.assertTrue(0 < numbers["gradient"]["norm_ratio"] < 1)
+      self.assertGreater(numbers["sanity"]["perplexity"], 1.0)
+      self.assertEqual(numbers["pass"]["tokens"], config.real_llm.windows *
+                       config.real_llm.window)
+      self.assertEqual([r["m"] for r in numbers["figure1"]["trained"]],
+                       [4, 8])
+    self.assertEqual(models["tiny_gemma3"]["subject"]["family"], "gemma3")
     with open(os.path.join(outdir, "report.md")) as f:
       md = f.read()
-    self.assertIn("## Real LLM: tiny", md)
-    self.assertIn("| seed 003 Table 1: adj. R^2 of -log alpha on W |", md)
+    self.assertIn("## Real LLMs: tiny_llama vs tiny_gemma3", md)
+    self.assertIn("| Table 1: adj. R^2 of -log alpha on W (random / "
+                  "shuffled) |", md)
     self.assertIn("real_llm_figure1.png", md)
+    self.assertNotRegex(md, r"\{[a-z_\[\]'\"]+\}")  # No unformatted {...}.
 
   def test_unknown_section_and_scale(self):
     with self.assertRaisesRegex(ValueError, "`sections`"):

@@ -13,8 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from configs import lowrank, spamlang, thesis
-from train import data, generate, model as model_lib, optim, tokenizers
-from train import trainer
+from train.text import data, tokenizers
+from train.models import generate, gpt as model_lib
+from train.training import optim
+from train.training import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "testdata", "golden_three_steps.json")
@@ -342,8 +344,13 @@ class TrainingLoopTest(parameterized.TestCase):
   def test_loss_decreases_and_probes_do_not_change_training(self):
     base = self.create_tempdir().full_path
     plain = trainer.train_and_evaluate(tiny_config(), f"{base}/plain")
-    probed = trainer.train_and_evaluate(tiny_config(probes="head:5,gradient:5"),
-                                        f"{base}/probed")
+    from train.probes import hooks  # pylint: disable=g-import-not-at-top
+    spec = "head:5,gradient:5"
+    with self.assertRaisesRegex(ValueError, "no hooks were given"):
+      trainer.train_and_evaluate(tiny_config(probes=spec), f"{base}/none")
+    # The probes register from outside the trainer (as train.main does).
+    probed = trainer.train_and_evaluate(tiny_config(probes=spec),
+                                        f"{base}/probed", hooks.factory(spec))
     rows = [json.loads(line) for line in open(f"{base}/plain/metrics.jsonl")]
     losses = [r["loss"] for r in rows if "loss" in r]
     self.assertLess(np.mean(losses[-5:]), np.mean(losses[:5]) - 0.5)

@@ -25,10 +25,12 @@ flags.DEFINE_integer("process_id", None, "This process's index.")
 
 def main(argv):
   del argv
-  from train import distributed  # pylint: disable=g-import-not-at-top
+  from train.training import distributed  # pylint: disable=g-import-not-at-top
   distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes,
                          FLAGS.process_id)
-  from train import model, trainer  # pylint: disable=g-import-not-at-top
+  from train.models import gpt as model  # pylint: disable=g-import-not-at-top
+  from train.probes import hooks  # pylint: disable=g-import-not-at-top
+  from train.training import trainer  # pylint: disable=g-import-not-at-top
   config = FLAGS.config
   if config is None:
     raise ValueError("`config` is required: --config=configs/thesis.py:model1")
@@ -44,7 +46,9 @@ def main(argv):
   if not FLAGS.workdir:
     raise ValueError("`workdir` is required (or --dry_run).")
   logging.info("training %s", config.model)
-  summary = trainer.train_and_evaluate(config, FLAGS.workdir)
+  summary = trainer.train_and_evaluate(
+      config, FLAGS.workdir,
+      hooks.factory(config.probes) if config.probes else None)
   print(json.dumps(summary))
 
 

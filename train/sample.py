@@ -34,7 +34,7 @@ def _define_flags():
 
 def main(argv):
   del argv
-  from train import completions  # pylint: disable=g-import-not-at-top
+  from train.training import completions  # pylint: disable=g-import-not-at-top
   if not FLAGS.workdir:
     raise ValueError("`workdir` is required.")
   workdirs = FLAGS.workdir.split(",")

@@ -56,6 +56,71 @@ def writable_dir(name: str, path: str) -> str:
   return path
 
 
+def output_file(name: str, path: str) -> str:
+  """Checks, before any computation, that file `path` can be written (its
+  folder is created); raises naming `name`."""
+  if os.path.isdir(path):
+    raise ValueError(f"`{name}` {path!r} is a folder, not a file.")
+  folder = os.path.dirname(os.path.abspath(path))
+  writable_dir(name, folder)
+  if os.path.exists(path) and not os.access(path, os.W_OK):
+    raise ValueError(f"`{name}` {path!r} is not writable.")
+  return path
+
+
+def readable_text(name: str, path: str) -> str:
+  """A non-empty UTF-8 text file; raises naming `name` otherwise."""
+  if not os.path.isfile(path):
+    raise ValueError(f"`{name}` {path!r} is not a file.")
+  try:
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+  except UnicodeDecodeError as e:
+    raise ValueError(f"`{name}` {path!r} is not UTF-8 text (byte "
+                     f"{e.start}: {e.reason}).") from None
+  except OSError as e:
+    raise ValueError(f"`{name}` {path!r} cannot be read: {e.strerror}."
+                     ) from None
+  if not text.strip():
+    raise ValueError(f"`{name}` {path!r} is empty.")
+  return path
+
+
+def figure_paths(name: str, spec: str | None, figures) -> dict[str, str]:
+  """Where each named figure goes: `spec` a folder (NAME.png inside) or one
+  .png path when there is exactly one figure. Checked before computing."""
+  if not spec:
+    return {}
+  figures = list(figures)
+  if spec.lower().endswith(".png"):
+    if len(figures) != 1:
+      raise ValueError(
+          f"`{name}` {spec!r} names one file, but this run draws "
+          f"{len(figures)} figures ({', '.join(figures) or 'none'}): give a "
+          "folder instead.")
+    return {figures[0]: output_file(name, spec)}
+  writable_dir(name, spec)
+  return {f: os.path.join(spec, f"{f}.png") for f in figures}
+
+
+def save_figures(figures: dict, paths: dict[str, str]) -> list[str]:
+  """Saves the figures that have a path; closes every one."""
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  saved = []
+  for fig_name, fig in figures.items():
+    if fig_name in paths:
+      fig.savefig(paths[fig_name], dpi=120, bbox_inches="tight")
+      saved.append(paths[fig_name])
+    plt.close(fig)
+  return saved
+
+
+def check_seed(name: str, seed: int) -> int:
+  if not isinstance(seed, int) or seed < 0:
+    raise ValueError(f"`{name}` must be an integer >= 0; got {seed!r}.")
+  return seed
+
+
 def _jsonable(value: Any) -> Any:
   if isinstance(value, dict):
     return {k: _jsonable(v) for k, v in value.items()}
@@ -93,10 +158,11 @@ def format_records(records: Sequence[dict], fmt: str,
     writer.writerow(columns)
     writer.writerows(rows)
     return buf.getvalue().rstrip("\n")
-  if fmt == "markdown":
-    lines = ["| " + " | ".join(columns) + " |",
+  if fmt == "markdown":  # A '|' or a newline inside a cell is escaped.
+    esc = lambda v: v.replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(map(esc, columns)) + " |",
              "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
     return "\n".join(lines)
   if fmt == "table":
     widths = [max([len(c)] + [len(r[i]) for r in rows])
@@ -150,6 +216,24 @@ def run_binary(main, define_flags) -> None:
 
   define_flags()
   app.run(wrapped, flags_parser=parse_flags)
+
+
+def say(message: str) -> None:
+  """One progress line on stderr."""
+  sys.stderr.write(message + "\n")
+  sys.stderr.flush()
+
+
+def progress_callback(label: str, stream=None):
+  """A (done, total) callback printing Progress lines, one Progress per
+  distinct total (a probe's passes over two texts)."""
+  bars: dict[int, Progress] = {}
+
+  def update(done: int, total: int) -> None:
+    if total not in bars:
+      bars[total] = Progress(total, label, stream)
+    bars[total].update(done)
+  return update
 
 
 class Progress:

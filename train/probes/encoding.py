@@ -1,60 +1,74 @@
 """Seed 003 on a trained head: probabilities encoded in output embeddings.
 
-Table 1 / Fig. 3 (`encoding_probe`), Algorithm 1 editing (`edit_probe`),
-dimension removal (`prune_probe`) and the frequency probe across a run's
-checkpoints (`frequency_probe`).
+Table 1 / Fig. 3 (`encoding_probe`, alpha over every position of a Pass),
+Algorithm 1 editing (`edit_probe`) and dimension removal (`prune_probe`) on
+capped subsets of positions whose distributions are held (the counts are
+returned), and the frequency probe across a run's checkpoints
+(`frequency_probe`).
 """
 
 from __future__ import annotations
 
 import functools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import encoding
-from train import data, model as model_lib, trainer
+from train.models import gpt
 from train.probes import plots
-from train.probes.subjects import Subject, forward, mean_probabilities
+from train.probes.forward import Pass, position_cap, probabilities
+from train.text import data
+from train.training import runs
 
 
-def _embeddings(subject: Subject):
+def _embeddings(subject):
   """Output embeddings for the MLR: W, with the bias as one more column (the
   bias is the slope-1 dimension of eq. 2 with h fixed to 1)."""
   w, b = subject.head()
   return w if b is None else np.hstack([w, b[:, None]])
 
 
-def encoding_probe(subject: Subject, x):
-  """Seed 003 Table 1 and Fig. 3 on the detect set x."""
-  alpha = mean_probabilities(subject, x)
-  out = encoding.probability_mlr(alpha, _embeddings(subject))
+def encoding_probe(subject, pass_: Pass, plot_points: int = 20000):
+  """Seed 003 Table 1 and Fig. 3, alpha over every position of the Pass."""
+  alpha = pass_.alpha
+  e = _embeddings(subject)
+  out = encoding.probability_mlr(alpha, e)
   fit = out.pop("fit")
   w, b = subject.head()
   out.update(adj_r2_without_bias=out["adj_r2"] if b is None else
              encoding.mlr(-np.log(alpha), w)["adj_r2"],
-             tied=subject.cfg.head == "tied", V=int(w.shape[0]),
-             D=int(w.shape[1]))
-  if subject.cfg.head != "tied":  # Input embeddings too (untied models).
+             tied=bool(subject.cfg.tied), V=int(w.shape[0]),
+             D=int(w.shape[1]), positions=pass_.tokens)
+  if not subject.cfg.tied:  # Input embeddings too (untied models).
     out["adj_r2_input_embeddings"] = encoding.mlr(
         -np.log(alpha), subject.input_embeddings())["adj_r2"]
   prof = encoding.spearman_profiles(alpha, w)
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
-  fitted = fit["intercept"] + _embeddings(subject) @ fit["slopes"]
-  return out, {"encoding_mlr": plots.mlr_fit(-np.log(alpha), fitted,
-                                                   out["adj_r2"]),
-               "encoding_spearman": plots.spearman(prof)}
+  pick = np.random.default_rng(0).choice(
+      len(alpha), min(plot_points, len(alpha)), replace=False)
+  scatter = {"fitted": encoding.fitted(fit, e[pick]).tolist(),
+             "observed": (-np.log(alpha[pick])).tolist(),
+             "adj_r2": out["adj_r2"]}
+  out["profiles"] = {k: np.asarray(v).tolist() for k, v in prof.items()}
+  out["scatter"] = scatter
+  return out, {"encoding_mlr": plots.mlr_fit({subject.name: scatter}),
+               "encoding_spearman": plots.spearman({subject.name: prof})}
 
 
 class _Cached:
-  """Per-position probabilities P and hidden states H of one text set: an
-  edit of row w by dE gives, in closed form,
+  """Per-position probabilities P and hidden states H of a set of positions:
+  an edit of row w by dE gives, in closed form,
     alpha'_v = mean_x P[x, v] c_x (v != w),  alpha'_w = mean_x P[x, w] e^d c_x
   with d_x = dE . h_x and c_x = 1 / (1 - P[x, w] + P[x, w] e^d)."""
 
-  def __init__(self, subject, x):
-    self.h, self.p = forward(subject, x)
-    self.alpha = self.p.mean(0)
+  def __init__(self, subject, h_nxd):
+    w, b = subject.head()
+    self.h = np.asarray(h_nxd, np.float64)
+    self.p = probabilities(h_nxd, w, b, subject.cfg.logit_softcap)
+    self.alpha = self.p.mean(0, dtype=np.float64)
 
   def edited_alpha(self, token: int, delta_rows):
     """alpha after each edit of row `token` by delta_rows [R, D(+1)] -> [R, V].
@@ -69,20 +83,34 @@ class _Cached:
       d = d + delta_rows[:, dim][None, :]
     pw = self.p[:, token].astype(np.float64)[:, None]
     c = 1.0 / (1.0 - pw + pw * np.exp(d))
-    alpha = (self.p.T.astype(np.float64) @ c).T / len(c)
+    alpha = (c.T.astype(np.float32) @ self.p).astype(np.float64) / len(c)
     alpha[:, token] = np.mean(pw * np.exp(d) * c, axis=0)
     return alpha
 
 
-def edit_probe(subject: Subject, x_detect, x_id, x_ood, tokens: int = 10,
+def _split_positions(pass_: Pass, cap: int):
+  """Detect and in-distribution positions: the first `cap` positions of the
+  first and of the second half of the Pass's windows (disjoint text)."""
+  n, t = pass_.x.shape
+  half = max(1, n // 2) * t
+  if n < 2:
+    raise ValueError("the edit probe needs a Pass of at least 2 windows "
+                     "(detect and in-distribution halves).")
+  return pass_.h[:min(cap, half)], pass_.h[half:half + cap]
+
+
+def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
+               positions: int = 2048, budget_bytes: int = 1 << 29,
                scales=(1, 1.1, 1.2, 1.5, 2, 5, 10, 20),
                bs=(1.0, 2.0, 5.0, np.inf, -np.inf), seed: int = 0):
-  """Seed 003 Algorithm 1 / Table 2: e_local, e_id, e_ood, KL on unedited."""
-  sets = {"local": _Cached(subject, x_detect), "id": _Cached(subject, x_id),
-          "ood": _Cached(subject, x_ood)}
-  alpha = sets["local"].alpha
+  """Seed 003 Algorithm 1 / Table 2: e_local, e_id, e_ood, KL on unedited,
+  on `positions` positions per set (capped so that a set's distributions
+  fit `budget_bytes`)."""
+  cap = min(positions, position_cap(subject.cfg.vocab_size, budget_bytes))
+  detect, ident = _split_positions(pass_, cap)
+  local = _Cached(subject, detect)
   e = _embeddings(subject)
-  fit = encoding.mlr(-np.log(alpha), e)
+  fit = encoding.mlr(-np.log(local.alpha), e)
   rng = np.random.default_rng(seed)
   chosen = rng.choice(e.shape[0], size=tokens, replace=False)
   ratios = sorted({r for s in scales for r in (s, 1.0 / s)})
@@ -91,71 +119,90 @@ def edit_probe(subject: Subject, x_detect, x_id, x_ood, tokens: int = 10,
   variants["shuffled A, b=2"] = (rng.permutation(fit["slopes"]), 2.0)
   # Ours: eq. (1)'s direction itself, A = -E[h] (and -1 on the bias), with
   # full confidence: no regression, so no Jensen-gap distortion of A.
-  derived = -sets["local"].h.mean(0)
+  derived = -local.h.mean(0)
   if e.shape[1] > derived.size:
     derived = np.concatenate([derived, [-1.0]])
   variants["A = -E[h] (eq. 1), b=2"] = (derived, 2.0)
-  rows, curve = [], []
-  for label, (slopes, b) in variants.items():
-    errs = {k: [] for k in sets}
-    kls = []
-    p_values = (np.zeros_like(slopes) if label.startswith("A = -E")
-                else fit["p_values"])
-    deltas = encoding.edit_delta(np.array(ratios), slopes, p_values, b)
-    for token in chosen:  # The same row change for every token.
-      for key, cache in sets.items():
-        after = cache.edited_alpha(int(token), deltas)
+  deltas = {label: encoding.edit_delta(
+      np.array(ratios), slopes, np.zeros_like(slopes) if label.startswith(
+          "A = -E") else fit["p_values"], b)
+            for label, (slopes, b) in variants.items()}
+  errs = {label: {} for label in variants}
+  kls = {label: [] for label in variants}
+  curve, counts = [], {}
+  for key, h in (("local", None), ("id", ident), ("ood", ood_pass.h[:cap])):
+    cache = local if h is None else _Cached(subject, h)  # One set at a time.
+    counts[key] = int(len(cache.h))
+    for label in variants:
+      errs[label][key] = []
+      for token in chosen:  # The same row change for every token.
+        after = cache.edited_alpha(int(token), deltas[label])
         for r, row in zip(ratios, after):
-          errs[key].append(encoding.scale_error(r, cache.alpha, row,
-                                                int(token)))
-          kls.append(encoding.kl_unedited(cache.alpha, row, int(token)))
+          errs[label][key].append(encoding.scale_error(
+              r, cache.alpha, row, int(token)))
+          kls[label].append(encoding.kl_unedited(cache.alpha, row,
+                                                 int(token)))
           if label == "b=2" and key == "local":
             curve.append((r, row[token] / cache.alpha[token]))
-    rows.append({"variant": label, "e_local": float(np.mean(errs["local"])),
-                 "e_id": float(np.mean(errs["id"])),
-                 "e_ood": float(np.mean(errs["ood"])),
-                 "kl_unedited": float(np.mean(kls))})
+    del cache
+  rows = [{"variant": label, "e_local": float(np.mean(e_["local"])),
+           "e_id": float(np.mean(e_["id"])), "e_ood": float(np.mean(
+               e_["ood"])), "kl_unedited": float(np.mean(kls[label]))}
+          for label, e_ in errs.items()]
   unedited = float(np.mean(np.abs(np.log(ratios))))
   return {"table": rows, "tokens": chosen.tolist(), "scales": ratios,
-          "unedited_error": unedited}, {
-              "edit_scales": plots.edit_scales(curve)}
+          "unedited_error": unedited, "positions_per_set": counts,
+          "curve": curve}, {
+              "edit_scales": plots.edit_scales({subject.name: curve})}
 
 
-def prune_probe(subject: Subject, x_detect, x_ood,
+def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
                 ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)):
-  """Seed 003 §4 / Fig. 6: zero output-embedding dimensions by saliency."""
-  alpha = _Cached(subject, x_detect).alpha
+  """Seed 003 §4 / Fig. 6: zero output-embedding dimensions by MLR saliency
+  (alpha over every position of the Pass) and measure the KL of the mean
+  distribution on `positions` out-of-domain positions."""
   w, b = subject.head()
-  slopes = encoding.mlr(-np.log(alpha), w)["slopes"]
-  h, _ = forward(subject, x_ood)
-  base = _alpha_from(h, w, b)
-  out = {"ratios": list(ratios)}
+  slopes = encoding.mlr(-np.log(pass_.alpha), w)["slopes"]
+  h = ood_pass.h[:positions]
+  mean_p = lambda keep: _mean_softmax(
+      jnp.asarray(h), jnp.asarray(w), None if b is None else jnp.asarray(b),
+      jnp.asarray(keep, jnp.float32), float(subject.cfg.logit_softcap))
+  base = np.asarray(mean_p(np.ones(w.shape[1])), np.float64)
+  out = {"ratios": list(ratios), "positions": int(len(h))}
   for key, adversarial in (("saliency", False), ("adversarial", True)):
     order = encoding.removal_order(slopes, adversarial)
     kls = []
     for ratio in ratios:
-      pruned = w.copy()
-      pruned[:, order[:int(round(ratio * w.shape[1]))]] = 0.0
-      kls.append(encoding.kl(base, _alpha_from(h, pruned, b)))
+      keep = np.ones(w.shape[1])
+      keep[order[:int(round(ratio * w.shape[1]))]] = 0.0
+      kls.append(encoding.kl(base, np.asarray(mean_p(keep), np.float64)))
     out[key] = kls
-  return out, {"prune": plots.prune(out)}
+  return out, {"prune": plots.prune({subject.name: out})}
 
 
-def _alpha_from(h, w, b, chunk: int = 1024):
-  """Mean softmax(h W^T + b) over the rows of h: float32 products (the
-  removal curves compare KLs far above float32 round-off), float64 sums."""
-  w32 = np.asarray(w, np.float32)
-  total = np.zeros(w.shape[0])
-  for i in range(0, len(h), chunk):
-    logits = np.asarray(h[i:i + chunk], np.float32) @ w32.T + (
-        0.0 if b is None else np.asarray(b, np.float32))
-    logits -= logits.max(1, keepdims=True)
-    p = np.exp(logits)
-    total += (p / p.sum(1, keepdims=True)).sum(0, dtype=np.float64)
-  return total / len(h)
+@functools.partial(jax.jit, static_argnames="softcap")
+def _mean_softmax(h_nxd, w_vxd, b_v, keep_d, softcap: float, chunk=256):
+  """Mean softmax((H * keep) W^T + b) over rows: zeroing dimensions of W
+  is zeroing them in H. Rows `chunk` at a time (lax.map)."""
+  n = h_nxd.shape[0]
+  pad = -n % chunk
+  h = jnp.pad(h_nxd * keep_d[None, :], ((0, pad), (0, 0)))
+  valid = (jnp.arange(n + pad) < n).reshape(-1, chunk).astype(jnp.float32)
+
+  def one(args):
+    hc, m = args
+    z = hc @ w_vxd.T
+    if b_v is not None:
+      z = z + b_v[None, :]
+    if softcap:
+      z = softcap * jnp.tanh(z / softcap)
+    return jnp.einsum("cv,c->v", jax.nn.softmax(z, axis=-1), m)
+
+  sums = jax.lax.map(one, (h.reshape(-1, chunk, h.shape[1]), valid))
+  return sums.sum(0) / n
 
 
-def frequency_probe(subject: Subject):
+def frequency_probe(subject):
   """Seed 003 §5 / Fig. 7: frequency encoding across a run's checkpoints."""
   if subject.workdir is None:
     raise ValueError("the frequency probe needs a `workdir` with "
@@ -165,26 +212,22 @@ def frequency_probe(subject: Subject):
   meta = data.build_shards(config.data, tok)
   counts = np.bincount(np.memmap(meta["train"], dtype=meta["dtype"],
                                  mode="r"), minlength=subject.cfg.vocab_size)
-  init = model_lib.init_params(subject.cfg, config.seed)
+  init = gpt.init_params(subject.cfg, config.seed)
   final = subject.params
-  w0, we = (np.asarray(model_lib.head_matrix(p, subject.cfg))
-            for p in (init, final))
-  rows = [_freq_row(0, init, subject.cfg, counts, w0, we)]
-  target = trainer.Trainer(config).restore_target()
-  ckpt = trainer.checkpoint.Checkpointer(subject.workdir, 10**6, False)
-  for step in ckpt.all_steps():
-    state, _ = ckpt.restore(step, target)
-    rows.append(_freq_row(step, state.params, subject.cfg, counts, w0, we,
-                          init, final))
-  ckpt.close()
+  head = lambda p: np.asarray(subject.cfg.head_weights(p)[0])
+  w0, we = head(init), head(final)
+  rows = [_freq_row(0, w0, counts, w0, we)]
+  for step in runs.steps(subject.workdir):
+    params, _ = runs.restore_params(subject.workdir, config, step)
+    rows.append(_freq_row(step, head(params), counts, w0, we, params, init,
+                          final))
   return {"rows": rows}, {"frequency": plots.frequency(rows)}
 
 
-def _freq_row(step, params, cfg, counts, w0, we, init=None, final=None):
-  w = np.asarray(model_lib.head_matrix(params, cfg))
+def _freq_row(step, w, counts, w0, we, params=None, init=None, final=None):
   row = {"step": step, "adj_r2": encoding.frequency_r2(w, counts),
          "conv_head": encoding.convergence_rate(w, w0, we)}
-  if init is not None:
+  if params is not None:
     pick = lambda p, *k: functools.reduce(dict.get, k, p["params"])
     for name, keys in (("conv_wte", ("wte", "embedding")),
                        ("conv_qkv_0", ("h_0", "attn", "c_attn", "kernel"))):

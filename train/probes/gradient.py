@@ -1,4 +1,10 @@
-"""Seed 002 on a trained head: how much of the logit gradient survives W^T."""
+"""Seed 002 on a trained head: how much of the logit gradient survives W^T.
+
+Eq. (10) and App. D's cosine over every position of a Pass (its head pass
+summed them); Fig. 7 profiles, Fig. 2 ranks and Fig. 8 efficiency on the
+first positions, as many as fit `budget_bytes` of V-wide rows (the count
+used is returned).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +12,45 @@ import numpy as np
 
 from bottleneck import gradient
 from train.probes import plots
-from train.probes.subjects import Subject, forward
+from train.probes.forward import Pass, position_cap
 
 
-def gradient_probe(subject: Subject, x, y, chunk: int = 1024):
+def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
+                   budget_bytes: int = 1 << 27):
   """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8."""
-  h, _ = forward(subject, x)
-  y = np.asarray(y).reshape(-1)
+  if pass_.cos is None:
+    raise ValueError("the gradient probe needs a Pass run with "
+                     "gradient_sums=True.")
   w, b = subject.head()
-  out = gradient.destroyed_fraction(h, w, b, y, chunk)
-  n_small = min(len(y), 512)
-  prof = gradient.coefficient_profiles(h[:n_small], w, b, y[:n_small])
-  counts = [c for c in (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-            if c <= min(len(y), 2048)]
-  ranks = gradient.rank_vs_tokens(h[:max(counts)], w, b, y[:max(counts)],
-                                  counts)
-  eff = gradient.update_efficiency(h[:1024], w, b, y[:1024],
+  v, d = w.shape
+  s, n = pass_.gradient, pass_.tokens
+  lost_sq = max(s["grad_sq"] - s["visible_sq"], 0.0) / s["grad_sq"]
+  per_token = np.sqrt(np.clip(1.0 - pass_.cos.astype(np.float64) ** 2, 0.0,
+                              1.0))
+  out = {"norm_ratio": float(np.sqrt(lost_sq)), "squared_ratio": lost_sq,
+         "mean_cosine": s["cos_sum"] / n, "tokens": n, "D_over_V": d / v,
+         "random_direction_ratio": float(np.sqrt(1.0 - d / v)),
+         "per_token_quantiles": {
+             q: float(np.quantile(per_token, q)) for q in (0.05, 0.5, 0.95)},
+         "per_token_histogram": _histogram(per_token)}
+  k = min(profile_tokens, n, position_cap(v, budget_bytes))
+  h, y = pass_.h[:k], pass_.targets[:k]
+  prof = gradient.coefficient_profiles(h, w, b, y)
+  counts = [c for c in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if c <= k]
+  ranks = gradient.rank_vs_tokens(h, w, b, y, counts)
+  eff = gradient.update_efficiency(h, w, b, y,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
-  out.update(rank_vs_tokens=ranks, efficiency=eff,
-             profile={k: np.asarray(v).tolist() for k, v in prof.items()})
-  return out, {"gradient_profiles": plots.profiles(prof),
-               "gradient_rank": plots.ranks(ranks),
-               "gradient_efficiency": plots.efficiency(eff)}
+  out.update(subset_tokens=k, rank_vs_tokens=ranks, efficiency=eff,
+             profile={key: np.asarray(val).tolist()
+                      for key, val in prof.items()})
+  label = {subject.name: out}
+  return out, {"gradient_destroyed": plots.destroyed_histogram(label),
+               "gradient_profiles": plots.profiles({subject.name: prof}),
+               "gradient_rank": plots.ranks({subject.name: ranks}),
+               "gradient_efficiency": plots.efficiency({subject.name: eff})}
+
+
+def _histogram(values, bins: int = 50) -> dict:
+  """Counts over [0, 1] (JSON-friendly, for overlays across models)."""
+  counts, edges = np.histogram(values, bins=bins, range=(0.0, 1.0))
+  return {"edges": edges.tolist(), "counts": counts.tolist()}

@@ -1,29 +1,83 @@
-"""Seed 001 App. A and E on a trained head: top-m mass, row statistics."""
+"""Seed 001 App. A, D and E on a trained head, and the sanity check.
+
+  sanity_probe      is the model loaded right? perplexity and top-1
+                    accuracy over the Pass, a greedy continuation
+  cumulative_probe  App. A / Fig. 4: mass of the top-m tokens per position
+  natural_targets   App. D: the model's own next-token distributions (top
+                    `keep`) as prescribed probabilities for the LP
+  rowstats_probe    App. E / Fig. 7: row norms and cosines vs random
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from bottleneck import head_stats
+from train.models import generate
 from train.probes import plots
-from train.probes.subjects import Subject, forward
+from train.probes.forward import Pass, position_cap, probabilities
 
 
-def cumulative_probe(subject: Subject, x):
-  """Seed 001 App. A / Fig. 4: mass of the top-m tokens, averaged."""
-  _, p = forward(subject, x)
+def continuation(subject, prompt: str, new_tokens: int) -> str:
+  """Greedy continuation of `prompt` (BOS first where the model uses one)."""
+  ids = subject.tokenizer.encode(prompt)
+  if subject.tokenizer.bos_id is not None:
+    ids = [subject.tokenizer.bos_id] + ids
+  out = generate.complete(subject.params, subject.model, subject.cfg, [ids],
+                          new_tokens)[0]
+  return subject.tokenizer.decode(out)
+
+
+def sanity_probe(subject, pass_: Pass, prompt: str = "The capital of France "
+                 "is", new_tokens: int = 16):
+  """Perplexity, top-1 accuracy and token count of the Pass, and a greedy
+  continuation: check these before trusting a new model's other numbers."""
+  out = {"perplexity": pass_.perplexity(),
+         "top1_accuracy": float(pass_.top1.mean()),
+         "mean_nll": float(pass_.nll.mean()), **pass_.describe(),
+         "prompt": prompt,
+         "continuation": continuation(subject, prompt, new_tokens)}
+  return out, {}
+
+
+def _sub_probabilities(subject, pass_: Pass, positions: int,
+                       budget_bytes: int):
+  """P [k, V] of the first k positions (k capped by memory) and k."""
+  w, b = subject.head()
+  k = min(positions, pass_.tokens, position_cap(w.shape[0], budget_bytes))
+  return probabilities(pass_.h[:k], w, b, subject.cfg.logit_softcap), k
+
+
+def cumulative_probe(subject, pass_: Pass, positions: int = 1024,
+                     budget_bytes: int = 1 << 28):
+  """Seed 001 App. A / Fig. 4: mass of the top-m tokens, averaged over the
+  first positions of the Pass (their count is returned)."""
+  p, k = _sub_probabilities(subject, pass_, positions, budget_bytes)
   m_values = np.unique(np.geomspace(1, p.shape[1], 30).astype(int))
-  cum = head_stats.cumulative_top_m(p, m_values)
-  per_window = cum.reshape(len(x), -1, len(m_values)).mean(1)
-  need = head_stats.tokens_for_mass(p, 0.9)
+  cum, need = head_stats.top_mass(p, m_values, 0.9)
+  window = pass_.x.shape[1]
+  per_window = [cum[i:i + window].mean(0) for i in range(0, k, window)]
   out = {"m": m_values.tolist(), "mean": cum.mean(0).tolist(),
-         "std_over_windows": per_window.std(0).tolist(),
+         "std_over_windows": np.std(per_window, axis=0).tolist(),
+         "positions": k, "V": int(p.shape[1]),
          "tokens_for_0.9_mean": float(need.mean()),
          "tokens_for_0.9_median": float(np.median(need))}
-  return out, {"cumulative": plots.cumulative(out)}
+  return out, {"cumulative": plots.cumulative({subject.name: out})}
+
+
+def natural_targets(subject, pass_: Pass, positions: int = 512,
+                    keep: int = 512, budget_bytes: int = 1 << 28):
+  """App. D: the model's own next-token distributions, top `keep` of each
+  of the first positions, descending [k, keep]."""
+  p, _ = _sub_probabilities(subject, pass_, positions, budget_bytes)
+  keep = min(keep, p.shape[1])
+  top = -np.partition(-p, keep - 1, axis=1)[:, :keep]
+  return -np.sort(-top, axis=1)
 
 
 def rowstats_probe(w_vxd, label: str, seed: int = 0):
   """Seed 001 App. E / Fig. 7: trained rows vs a random matrix."""
   out = head_stats.summary(w_vxd, seed)
-  return out, {"rowstats": plots.rowstats(w_vxd, label, seed)}
+  hist = head_stats.row_histograms(w_vxd, seed)
+  out["histograms"] = hist
+  return out, {"rowstats": plots.rowstats({label: hist})}

@@ -1,10 +1,12 @@
 """Training-time probes: functions of (params, batch) -> scalars.
 
-`config.probes` = 'name:every,name:every'. Each probe is jitted once and
-called only at steps divisible by its `every`, after the optimizer step, on
-that step's batch; it reads the parameters and changes nothing, so a run
-with probes trains exactly like one without (tests/trainer_test.py).
-Register new probes with @register(name).
+`config.probes` = 'name:every,name:every'. The trainer knows nothing of
+them: its caller passes `factory(config.probes)` as the `hooks` of
+train.training.trainer.train_and_evaluate (python -m train.main does),
+which jits each and calls it only at steps divisible by its `every`, after
+the optimizer step, on that step's batch; it reads the parameters and
+changes nothing, so a run with probes trains exactly like one without
+(tests/trainer_test.py). Register new probes with @register(name).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from train import model as model_lib
+import functools
+
+from train.models import gpt as model_lib
 
 _REGISTRY: dict[str, Callable] = {}
 
@@ -78,6 +82,13 @@ def parse(spec: str) -> list[tuple[str, int]]:
 
 
 def build(spec: str, model, cfg) -> list[tuple[str, int, Callable]]:
-  """(name, every, jitted fn(params, x, y) -> dict) for each probe."""
-  return [(name, every, jax.jit(_REGISTRY[name](model, cfg)))
+  """(name, every, fn(params, x, y) -> dict) for each probe of `spec`."""
+  return [(name, every, _REGISTRY[name](model, cfg))
           for name, every in parse(spec)]
+
+
+def factory(spec: str):
+  """The trainer's `hooks` argument for a config.probes string (checked
+  now, so a typo fails before training starts)."""
+  parse(spec)
+  return functools.partial(build, spec)

@@ -1,148 +1,222 @@
-"""Figures of the trained-head probes (train/probes/)."""
+"""Figures of the trained-head probes. Every function takes {label: data}
+(one model, or several overlaid for a comparison) and returns a Figure with
+a title, labelled axes and a legend."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bottleneck import head_stats
+
+def _colors(series: dict):
+  return zip(series.items(), (f"C{i}" for i in range(10)))
 
 
-def profiles(prof):
-  """Seed 002 Fig. 7: sorted full vs projected gradient coefficients."""
-  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-  r = np.asarray(prof["rank"])
-  for ax, sel, title in ((axes[0], r < 20, "main coefficients"),
-                         (axes[1], r >= 10, "tail (log rank)")):
-    for key, color, label in (("full", "C0", "full gradient"),
-                              ("proj", "C3", "projected (seen by H)")):
-      m, s = np.asarray(prof[f"{key}_mean"])[sel], np.asarray(
-          prof[f"{key}_std"])[sel]
-      ax.plot(r[sel] + 1, m, "o-", ms=2, color=color, label=label)
-      ax.fill_between(r[sel] + 1, m - s, m + s, color=color, alpha=0.2)
-    ax.set_xlabel("rank by |full coefficient|")
-    ax.set_title(title)
-  axes[1].set_xscale("log")
-  axes[0].set_ylabel("coefficient")
-  axes[0].legend(fontsize=7)
-  return fig
-
-
-def ranks(rows):
-  """Seed 002 Fig. 2: empirical rank of the logit gradient vs tokens."""
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  t = [r["tokens"] for r in rows]
-  ax.plot(t, [r["rank"] for r in rows], "o-", label="rank (QR, |R_ii|>1e-6)")
-  ax.plot(t, [r["max_rank"] for r in rows], ":", label="min(tokens, V)")
-  ax.set_xscale("log")
-  ax.set_xlabel("batch tokens")
-  ax.set_ylabel("rank")
+def destroyed_histogram(series):
+  """Seed 002 eq. (10) per token: share of |g| in ker(W^T), against the
+  sqrt(1 - D/V) a random gradient direction would lose."""
+  fig, ax = plt.subplots(figsize=(6, 3.8))
+  for (label, out), color in _colors(series):
+    hist = out["per_token_histogram"]
+    edges, counts = np.asarray(hist["edges"]), np.asarray(hist["counts"])
+    ax.stairs(counts / counts.sum(), edges, color=color,
+              label=f"{label}: all tokens {out['norm_ratio']:.3f}")
+    ax.axvline(out["random_direction_ratio"], color=color, ls=":",
+               label=f"{label}: random direction sqrt(1 - D/V) = "
+                     f"{out['random_direction_ratio']:.3f}")
+  ax.set_xlabel("destroyed share of the logit-gradient norm, per token")
+  ax.set_ylabel("fraction of tokens")
+  ax.set_title("Seed 002 eq. (10): gradient norm lost in W^T")
   ax.legend(fontsize=7)
   return fig
 
 
-def efficiency(eff):
+def profiles(series):
+  """Seed 002 Fig. 7: sorted full vs projected gradient coefficients."""
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+  for (label, prof), color in _colors(series):
+    r = np.asarray(prof["rank"])
+    for ax, sel in ((axes[0], r < 20), (axes[1], r >= 10)):
+      for key, ls, what in (("full", "-", "full"), ("proj", "--",
+                                                    "projected")):
+        m = np.asarray(prof[f"{key}_mean"])[sel]
+        s = np.asarray(prof[f"{key}_std"])[sel]
+        ax.plot(r[sel] + 1, m, ls, marker="o", ms=2, color=color,
+                label=f"{label}: {what}")
+        ax.fill_between(r[sel] + 1, m - s, m + s, color=color, alpha=0.12)
+  axes[0].set_title("Seed 002 Fig. 7: top coefficients")
+  axes[1].set_title("tail (log rank)")
+  axes[1].set_xscale("log")
+  for ax in axes:
+    ax.set_xlabel("rank by |full gradient coefficient|")
+    ax.set_ylabel("coefficient (mean +- std over tokens)")
+  axes[0].legend(fontsize=7)
+  fig.tight_layout()
+  return fig
+
+
+def ranks(series):
+  """Seed 002 Fig. 2: empirical rank of the logit gradient vs tokens."""
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for (label, rows), color in _colors(series):
+    t = [r["tokens"] for r in rows]
+    ax.plot(t, [r["rank"] for r in rows], "o-", color=color,
+            label=f"{label}: rank (QR, |R_ii| > 1e-6)")
+  if series:
+    rows = next(iter(series.values()))
+    ax.plot([r["tokens"] for r in rows], [r["max_rank"] for r in rows], "k:",
+            label="min(tokens, V)")
+  ax.set_xscale("log")
+  ax.set_xlabel("tokens in the batch")
+  ax.set_ylabel("rank of the logit gradient")
+  ax.set_title("Seed 002 Fig. 2: the gradient is full rank")
+  ax.legend(fontsize=7)
+  return fig
+
+
+def efficiency(series):
   """Seed 002 Fig. 8: loss after a logit update of equal norm."""
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  for key, label in (("logit_gradient", "along grad_L (logits)"),
-                     ("hidden_gradient", "along grad_H W^T (via H)")):
-    ax.plot(eff["fraction"], np.array(eff[key]) - eff["loss0"], "o-",
-            label=label)
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for (label, eff), color in _colors(series):
+    for key, ls, what in (("logit_gradient", "-", "along grad_L (logits)"),
+                          ("hidden_gradient", "--",
+                           "along grad_H W^T (via H)")):
+      ax.plot(eff["fraction"], np.array(eff[key]) - eff["loss0"], ls,
+              marker="o", color=color, label=f"{label}: {what}")
   ax.set_xscale("log")
   ax.set_xlabel("update norm / |logits|")
-  ax.set_ylabel("loss change")
+  ax.set_ylabel("change of the mean loss (nats)")
+  ax.set_title("Seed 002 Fig. 8: what an update of the backbone can do")
   ax.legend(fontsize=7)
   return fig
 
 
-def mlr_fit(y, fitted, adj_r2):
+def mlr_fit(series):
   """Seed 003 Fig. 2: -log alpha against the MLR fit on output embeddings."""
-  fig, ax = plt.subplots(figsize=(4.5, 4))
-  ax.scatter(fitted, y, s=3, alpha=0.5)
-  lo, hi = min(y.min(), fitted.min()), max(y.max(), fitted.max())
-  ax.plot([lo, hi], [lo, hi], "k:")
+  fig, ax = plt.subplots(figsize=(5, 4.2))
+  lo, hi = np.inf, -np.inf
+  for (label, sc), color in _colors(series):
+    f, y = np.asarray(sc["fitted"]), np.asarray(sc["observed"])
+    ax.scatter(f, y, s=2, alpha=0.3, color=color,
+               label=f"{label}: adj. R^2 = {sc['adj_r2']:.3f}")
+    lo, hi = min(lo, f.min(), y.min()), max(hi, f.max(), y.max())
+  ax.plot([lo, hi], [lo, hi], "k:", label="y = x")
   ax.set_xlabel("A . E_w + B (fitted)")
-  ax.set_ylabel("-log alpha_w")
-  ax.set_title(f"adj. R^2 = {adj_r2:.3f}")
+  ax.set_ylabel("-log alpha_w (observed)")
+  ax.set_title("Seed 003 eq. (2): -log alpha is linear in E_w")
+  ax.legend(fontsize=7, markerscale=4)
   return fig
 
 
-def spearman(prof):
-  """Seed 003 Fig. 3: |Spearman| per principal component and per dimension."""
-  fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-  pc = prof["pc_abs_spearman"]
-  axes[0].bar(np.arange(pc.size), pc,
-              color=plt.cm.viridis(prof["pc_variance_ratio"] /
-                                   prof["pc_variance_ratio"].max()))
+def spearman(series):
+  """Seed 003 Fig. 3: |Spearman| per principal component and dimension."""
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+  for (label, prof), color in _colors(series):
+    pc = np.asarray(prof["pc_abs_spearman"])
+    dims = np.sort(np.asarray(prof["dim_abs_spearman"]))[::-1]
+    axes[0].plot(np.arange(1, pc.size + 1), pc, ".", ms=3, color=color,
+                 label=label)
+    axes[1].plot(np.arange(1, dims.size + 1), dims, "-", color=color,
+                 label=label)
+  axes[0].set_xscale("log")
   axes[0].set_xlabel("principal component (by variance)")
-  axes[0].set_ylabel("|Spearman r| with alpha")
-  axes[1].bar(np.arange(prof["dim_abs_spearman"].size),
-              prof["dim_abs_spearman"])
-  axes[1].set_xlabel("embedding dimension")
+  axes[1].set_xlabel("embedding dimension (sorted by |r|)")
+  for ax in axes:
+    ax.set_ylabel("|Spearman r| with alpha")
+    ax.legend(fontsize=7)
+  axes[0].set_title("Seed 003 Fig. 3: per principal component")
+  axes[1].set_title("per original dimension")
+  fig.tight_layout()
   return fig
 
 
-def edit_scales(curve):
+def edit_scales(series):
   """Seed 003 Fig. 4: requested vs measured probability scale."""
-  fig, ax = plt.subplots(figsize=(4.5, 4))
-  r, got = np.array(curve).T
-  ax.scatter(r, got, s=8, alpha=0.6)
-  ax.plot([r.min(), r.max()], [r.min(), r.max()], "k:")
+  fig, ax = plt.subplots(figsize=(5, 4.2))
+  for (label, curve), color in _colors(series):
+    r, got = np.array(curve).T
+    ax.scatter(r, got, s=8, alpha=0.6, color=color, label=label)
+  ax.plot([1 / 20, 20], [1 / 20, 20], "k:", label="requested = measured")
   ax.set_xscale("log")
   ax.set_yscale("log")
-  ax.set_xlabel("requested scale r")
+  ax.set_xlabel("requested scale r of alpha_w")
   ax.set_ylabel("measured scale (detect set)")
+  ax.set_title("Seed 003 Algorithm 1 (b = 2)")
+  ax.legend(fontsize=7)
   return fig
 
 
-def prune(out):
+def prune(series):
   """Seed 003 Fig. 6: KL of the averaged distribution vs removal ratio."""
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  ax.plot(out["ratios"], out["saliency"], "o-", label="least salient first")
-  ax.plot(out["ratios"], out["adversarial"], "o--",
-          label="most salient first (adversarial)")
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for (label, out), color in _colors(series):
+    ax.plot(out["ratios"], out["saliency"], "o-", color=color,
+            label=f"{label}: least salient first")
+    ax.plot(out["ratios"], out["adversarial"], "s--", color=color,
+            label=f"{label}: most salient first (adversarial)")
   ax.set_xlabel("share of output-embedding dimensions removed")
-  ax.set_ylabel("KL(original || pruned)")
+  ax.set_ylabel("KL(original || pruned), nats")
   ax.set_yscale("symlog", linthresh=1e-4)
+  ax.set_title("Seed 003 Fig. 6: dimension removal")
   ax.legend(fontsize=7)
   return fig
 
 
 def frequency(rows):
   """Seed 003 Fig. 7: frequency adj R^2 and convergence rates vs step."""
-  fig, ax = plt.subplots(figsize=(5.5, 3.5))
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
   steps = [max(r["step"], 1) for r in rows]
-  ax.plot(steps, [r["adj_r2"] for r in rows], "o-", label="adj R^2 (freq)")
+  axes[0].plot(steps, [r["adj_r2"] for r in rows], "o-",
+               label="adj. R^2 of log-frequency on W")
   for key in ("conv_head", "conv_wte", "conv_qkv_0"):
-    ax.plot(steps, [r[key] for r in rows], "--", label=key)
+    axes[1].plot(steps, [r[key] for r in rows], "o--", label=key)
+  axes[0].set_ylabel("adjusted R^2")
+  axes[1].set_ylabel("convergence rate (0 = init, 1 = final)")
+  for ax in axes:
+    ax.set_xscale("log")
+    ax.set_xlabel("training step (0 plotted at 1)")
+    ax.legend(fontsize=7)
+  axes[0].set_title("Seed 003 Fig. 7: frequency encoded early")
+  axes[1].set_title("parameters approaching their final values")
+  fig.tight_layout()
+  return fig
+
+
+def cumulative(series):
+  """Seed 001 Fig. 4: cumulative probability of the top-m tokens."""
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for (label, out), color in _colors(series):
+    ax.errorbar(out["m"], out["mean"], yerr=out["std_over_windows"],
+                fmt="o-", ms=3, color=color,
+                label=f"{label} (V = {out['V']}): median "
+                      f"{out['tokens_for_0.9_median']:.0f} tokens for 0.9")
+  ax.axhline(0.9, color="gray", ls=":", label="0.9 of the mass")
   ax.set_xscale("log")
-  ax.set_xlabel("training step (0 plotted at 1)")
+  ax.set_xlabel("m (most likely tokens kept)")
+  ax.set_ylabel("mean cumulative probability")
+  ax.set_title("Seed 001 App. A: mass of the top-m tokens")
   ax.legend(fontsize=7)
   return fig
 
 
-def cumulative(out):
-  """Seed 001 Fig. 4: cumulative probability of the top-m tokens."""
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  ax.errorbar(out["m"], out["mean"], yerr=out["std_over_windows"], fmt="o-",
-              ms=3)
-  ax.axhline(0.9, color="gray", ls=":")
-  ax.set_xscale("log")
-  ax.set_xlabel("m")
-  ax.set_ylabel("mean cumulative probability")
-  return fig
-
-
-def rowstats(w, label: str, seed: int = 0):
-  """Seed 001 Fig. 7: row norms and pairwise cosines, trained vs random."""
-  rnd = head_stats.random_like(w, seed)
-  fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-  for m, name in ((w, label), (rnd, "random (same mean norm)")):
-    axes[0].hist(head_stats.row_norms(m), bins=60, alpha=0.5, density=True,
-                 label=name)
-    axes[1].hist(head_stats.pairwise_cosines(m, seed=seed), bins=60,
-                 alpha=0.5, density=True, label=name)
-  axes[0].set_xlabel("row norm")
+def rowstats(series):
+  """Seed 001 Fig. 7: row norms and pairwise cosines, trained vs random
+  (data: head_stats.row_histograms)."""
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+  for (label, hist), color in _colors(series):
+    for kind, ls in (("trained", "-"), ("random", ":")):
+      h = hist[kind]
+      name = f"{label}: {'trained' if kind == 'trained' else 'Gaussian'}"
+      axes[0].stairs(h["norm_density"], h["norm_edges"], color=color, ls=ls,
+                     label=name)
+      axes[1].stairs(h["cos_density"], h["cos_edges"], color=color, ls=ls,
+                     label=name)
+  axes[0].set_xlabel("row norm / mean row norm")
   axes[1].set_xlabel("cosine of random row pairs")
-  axes[0].legend(fontsize=7)
+  for ax in axes:
+    ax.set_ylabel("density")
+    ax.legend(fontsize=7)
+  axes[0].set_title("Seed 001 App. E: row norms")
+  axes[1].set_title("pairwise cosines")
+  fig.tight_layout()
   return fig

@@ -24,15 +24,25 @@ def table(records, columns=None) -> str:
   return cli.format_records(records, "markdown", columns)
 
 
-def figure(fig, outdir: str, name: str) -> str:
-  """Saves `fig` as outdir/name and returns the markdown image line."""
+def figure(fig, outdir: str, name: str, caption: str = "") -> str:
+  """Saves `fig` as outdir/name; returns the markdown image line and its
+  one-line caption (what to look at)."""
   plots.save(fig, os.path.join(outdir, name))
-  return f"![{name}]({name})"
+  line = f"![{name}]({name})"
+  return f"{line}\n\n*{caption}*" if caption else line
 
 
 def probe_subject(config, outdir: str):
-  """The report's trained probe model (train/experiments.py), loaded."""
-  from train import experiments  # pylint: disable=g-import-not-at-top
+  """The report's trained probe model (train/training/experiments.py)."""
   from train.probes import subjects  # pylint: disable=g-import-not-at-top
+  from train.training import experiments  # pylint: disable=g-import-not-at-top
   return subjects.load_subject(
       workdir=experiments.probe_model_run(config.probes.steps, outdir))
+
+
+def text_pass(subject, spec: str, windows: int, seed: int,
+              gradient_sums: bool = False, window: int | None = None):
+  """One forward of `subject` over `windows` windows of a text."""
+  from train.probes import forward, subjects  # pylint: disable=g-import-not-at-top
+  x, y = subjects.windows(subject, spec, windows, "val", seed, window)
+  return forward.run(subject, x, y, spec, gradient_sums=gradient_sums)

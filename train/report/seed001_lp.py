@@ -11,7 +11,7 @@ import numpy as np
 from bottleneck import bounds, topm
 from bottleneck.io import cli, matrices, plots
 from bottleneck.lp import admm
-from train import corpora
+from train.text import corpora
 from train.report.section import Section, figure, table
 
 _COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from bottleneck import topm
 from bottleneck.io import cli, matrices, plots
-from train.probes import head, subjects
-from train.report.section import Section, figure, probe_subject, table
+from train.probes import head
+from train.report.section import (Section, figure, probe_subject, table,
+                                  text_pass)
 
 
 def appendices(config, outdir: str) -> Section:
   """Seed 001 App. A (cumulative mass), E (row statistics), D (targets)."""
   c = config.probes
   subject = probe_subject(config, outdir)
-  x, _ = subjects.windows(subject, "", c.windows, "val", config.seed)
-  cum, f_cum = head.cumulative_probe(subject, x)
+  own = text_pass(subject, "", c.windows, config.seed)
+  cum, f_cum = head.cumulative_probe(subject, own)
   row_tables, figs = [], [figure(f_cum["cumulative"], outdir,
                                  "appendix_a_cumulative.png")]
   for label, w in ((subject.name, subject.head()[0]),
@@ -26,7 +27,7 @@ def appendices(config, outdir: str) -> Section:
     row_tables += [{"matrix": label, "kind": k, **v}
                    for k, v in stats_.items()]
     figs.append(figure(f["rowstats"], outdir, f"appendix_e_{label}.png"))
-  targets = subjects.next_token_targets(subject, x)
+  targets = head.natural_targets(subject, own)
   a = matrices.random(c.lp_N, c.lp_d, config.seed)
   m_values = cli.parse_int_list("probes.lp_m", c.lp_m)
   curves = topm.sweeps(a, m_values, c.lp_trials, ("natural", "probs"),

@@ -6,10 +6,11 @@ eq. (10) and Figs. 2, 7, 8 on trained heads; §3.1 low-rank heads (Fig. 1);
 
 from __future__ import annotations
 
-from train import experiments
-from train import plots as train_plots
 from train.probes import gradient, subjects
-from train.report.section import Section, figure, probe_subject, table
+from train.report.section import (Section, figure, probe_subject, table,
+                                  text_pass)
+from train.training import experiments
+from train.training import plots as train_plots
 
 
 def _subjects(config, outdir):
@@ -24,8 +25,8 @@ def gradient_bottleneck(config, outdir: str) -> Section:
   c = config.probes
   rows, figs, numbers = [], [], {}
   for subject in _subjects(config, outdir):
-    x, y = subjects.windows(subject, "", c.windows, "val", config.seed)
-    out, figures = gradient.gradient_probe(subject, x, y)
+    out, figures = gradient.gradient_probe(subject, text_pass(
+        subject, "", c.windows, config.seed, gradient_sums=True))
     numbers[subject.name] = out
     rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
                  "D": subject.cfg.n_embd, "D_over_V": out["D_over_V"],

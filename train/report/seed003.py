@@ -7,21 +7,21 @@ removal and Fig. 7 frequency probe, on the report's trained probe model.
 from __future__ import annotations
 
 from train.probes import encoding, subjects
-from train.report.section import Section, figure, probe_subject, table
+from train.report.section import (Section, figure, probe_subject, table,
+                                  text_pass)
 
 
 def encoding_section(config, outdir: str) -> Section:
   """Seed 003: Table 1, Fig. 3, Table 2/3 (editing), Fig. 6, Fig. 7."""
   c = config.probes
   subject = probe_subject(config, outdir)
-  x, _ = subjects.windows(subject, "", c.windows, "val", config.seed)
-  x_id, _ = subjects.windows(subject, "", c.windows, "val", config.seed + 1)
-  x_ood, _ = subjects.windows(subject, subjects.other_source(subject), c.windows,
-                            "val", config.seed)
-  enc, f_enc = encoding.encoding_probe(subject, x)
-  edit, f_edit = encoding.edit_probe(subject, x, x_id, x_ood,
-                                   tokens=c.edit_tokens, seed=config.seed)
-  prune, f_prune = encoding.prune_probe(subject, x, x_ood)
+  own = text_pass(subject, "", 2 * c.windows, config.seed)
+  ood = text_pass(subject, subjects.other_source(subject), c.windows,
+                  config.seed)
+  enc, f_enc = encoding.encoding_probe(subject, own)
+  edit, f_edit = encoding.edit_probe(subject, own, ood, tokens=c.edit_tokens,
+                                     seed=config.seed)
+  prune, f_prune = encoding.prune_probe(subject, own, ood)
   freq, f_freq = encoding.frequency_probe(subject)
   figs = [figure(f, outdir, f"{n}.png") for n, f in
           {**f_enc, **f_edit, **f_prune, **f_freq}.items()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from train import completions, experiments, plots as train_plots
+from train.training import completions, experiments, plots as train_plots
 from train.report.section import Section, figure, table as md_table
 
 

@@ -1,6 +1,7 @@
 """Jitted decoding in a fixed buffer, and seed 004's story-completion table.
 
-The buffer is [B, block_size]; prompts sit left-aligned with their own
+The buffer is [B, L] (L: the longest prompt plus the new tokens, rounded
+up to 64, at most block_size); prompts sit left-aligned with their own
 lengths. Each step runs the model on the whole buffer (causal attention makes
 the unused tail irrelevant), reads the logits at each row's last position and
 writes the sampled token after it. Shapes never change with the prompt, so
@@ -52,6 +53,12 @@ def decode(params, model, buffer_bt, lengths_b, key, max_new: int,
   return jax.lax.fori_loop(0, max_new, step, (buffer_bt, lengths_b))
 
 
+def buffer_length(longest_prompt: int, max_new: int, block_size: int) -> int:
+  """The decode buffer: the prompt and the new tokens rounded up to 64 (one
+  compile per size), at most block_size (prompts are cropped to fit)."""
+  return min(block_size, -(-(longest_prompt + max_new) // 64) * 64)
+
+
 def complete(params, model, cfg, prompts: list[list[int]], max_new: int,
              seed: int = 0, temperature: float = 0.0, top_k: int = 0,
              top_p: float = 1.0) -> list[list[int]]:
@@ -59,12 +66,13 @@ def complete(params, model, cfg, prompts: list[list[int]], max_new: int,
   if max_new < 1 or max_new >= cfg.block_size:
     raise ValueError(f"`tokens` must be in [1, block_size={cfg.block_size}); "
                      f"got {max_new}.")
-  if temperature < 0 or not 0 < top_p <= 1 or top_k < 0:
+  if not (temperature >= 0 and 0 < top_p <= 1 and top_k >= 0):  # NaN: no.
     raise ValueError("`temperature` must be >= 0, `top_p` in (0, 1], `top_k` "
                      f">= 0; got {temperature}, {top_p}, {top_k}.")
-  keep = cfg.block_size - max_new
+  size = buffer_length(max(len(p) for p in prompts), max_new, cfg.block_size)
+  keep = size - max_new
   prompts = [list(p)[-keep:] or [0] for p in prompts]
-  buf = np.zeros((len(prompts), cfg.block_size), np.int32)
+  buf = np.zeros((len(prompts), size), np.int32)
   for i, p in enumerate(prompts):
     buf[i, :len(p)] = p
   lengths = np.array([len(p) for p in prompts], np.int32)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 
+import jax
 import numpy as np
 
 from configs import lowrank, spamlang, thesis
-from train import data, trainer
+from train.text import data
+from train.training import trainer
 
 
 def _short_run(cfg, steps: int, eval_every: int, log_every: int):
@@ -95,7 +97,6 @@ def lowrank_runs(ranks, steps: int, outdir: str) -> dict[int, list[dict]]:
 
 def spamlang_runs(vocabs, ranks, steps: int, outdir: str) -> list[dict]:
   """Seed 002 §3.2: final val loss and next-token accuracy per (V, D)."""
-  from train.probes import subjects  # pylint: disable=g-import-not-at-top
   rows = []
   for v in vocabs:
     for d in ranks:
@@ -105,12 +106,10 @@ def spamlang_runs(vocabs, ranks, steps: int, outdir: str) -> list[dict]:
       workdir = os.path.join(outdir, "runs", f"spamlang_V{v}_D{d}")
       summary = trainer.train_and_evaluate(cfg, workdir)
       params, mcfg, _ = trainer.load_params(workdir, cfg)
-      subject = subjects.Subject(params, mcfg, None, f"V{v}D{d}", cfg,
-                                 workdir)
       x, y = data.SpamLangLoader(v, mcfg.block_size, 64,
                                  cfg.seed + 10**6).batch(0)
-      _, p = subjects.forward(subject, x)
-      acc = float(np.mean(np.argmax(p, axis=1) == y.reshape(-1)))
+      logits = jax.jit(mcfg.module().apply)(params, x)
+      acc = float(np.mean(np.argmax(logits, axis=-1) == y))
       rows.append({"V": v, "D": d,
                    "final_val_loss": summary["final_val_loss"],
                    "accuracy": acc})

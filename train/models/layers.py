@@ -1,0 +1,89 @@
+"""The layers every model family is built from: one RMSNorm, one RoPE, one
+attention core (train/models/gpt.py and train/models/transformer.py).
+
+  RMSNorm     x / sqrt(mean(x^2) + eps) * scale, computed in float32; the
+              scale is stored as applied (Gemma's 1 + w is folded in by its
+              loaders), so one norm serves every family.
+  rope        rotary embedding in the half-split layout (dimension i pairs
+              with i + r/2 over the first r = rotary_dim dimensions; RoFormer
+              eq. (34)), per-frequency divisors for Llama-3 / linear scaling.
+  attention   causal attention with grouped (or multi-query) KV heads, an
+              optional sliding window (a query at i sees keys j with
+              0 <= i - j < window), tanh soft-capping of the scores (Gemma 2)
+              and an explicit query scale; scores and softmax in float32.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class RMSNorm(nn.Module):
+  """RMSNorm over the last axis (any rank: [B, T, D] or per head [.., hd])."""
+  eps: float
+
+  @nn.compact
+  def __call__(self, x):
+    scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
+    x32 = x.astype(jnp.float32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, -1, keepdims=True) + self.eps)
+    return (y * scale.reshape((1,) * (x.ndim - 1) + (-1,))).astype(x.dtype)
+
+
+def inverse_frequencies(rotary_dim: int, theta: float, divisors=()):
+  """theta^(-2i/r) / divisor_i for the r / 2 rotated pairs."""
+  inv = 1.0 / theta ** (jnp.arange(0, rotary_dim, 2, dtype=jnp.float32) /
+                        rotary_dim)
+  return inv / jnp.asarray(divisors, jnp.float32) if divisors else inv
+
+
+def rope(x_bthd, theta: float, divisors=(), rotary_dim: int | None = None):
+  """Rotary embedding on the first `rotary_dim` dims (all by default):
+  (x_i, x_{i+r/2}) rotate by pos * theta^(-2i/r) / divisor_i."""
+  t, h = x_bthd.shape[1], x_bthd.shape[-1]
+  r = h if rotary_dim is None else rotary_dim
+  inv = inverse_frequencies(r, theta, divisors)
+  ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]  # [T, r/2]
+  cos = jnp.cos(ang)[None, :, None, :]
+  sin = jnp.sin(ang)[None, :, None, :]
+  x = x_bthd.astype(jnp.float32)
+  x1, x2 = x[..., :r // 2], x[..., r // 2:r]
+  out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, x[..., r:]],
+                        -1)
+  return out.astype(x_bthd.dtype)
+
+
+def causal_mask(t: int, window: int | None = None):
+  """[T, T] bool: query i may attend key j (j <= i, and i - j < window)."""
+  i = jnp.arange(t)[:, None]
+  j = jnp.arange(t)[None, :]
+  allowed = j <= i
+  return allowed & (i - j < window) if window else allowed
+
+
+def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
+              window: int | None = None, softcap: float | None = None):
+  """Causal attention; query head h reads KV head h // (H / K) (HF's
+  repeat_kv order). q [B, T, H, hd], k / v [B, T, K, hd] -> [B, T, H * hd]."""
+  b, t, h, d = q_bthd.shape
+  kv = k_btkd.shape[2]
+  q = q_bthd.reshape(b, t, kv, h // kv, d)
+  scores = jnp.einsum("btkgd,bskd->bkgts", q, k_btkd).astype(jnp.float32)
+  scores = scores * scale
+  if softcap:
+    scores = softcap * jnp.tanh(scores / softcap)
+  scores = jnp.where(causal_mask(t, window)[None, None, None], scores,
+                     -jnp.inf)  # The diagonal is always allowed: no NaN.
+  probs = jax.nn.softmax(scores, axis=-1).astype(v_btkd.dtype)
+  y = jnp.einsum("bkgts,bskd->btkgd", probs, v_btkd)
+  return y.reshape(b, t, h * v_btkd.shape[-1])
+
+
+ACTIVATIONS = {
+    "silu": jax.nn.silu,
+    "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+    "gelu_exact": lambda x: jax.nn.gelu(x, approximate=False),
+    "relu": jax.nn.relu,
+}

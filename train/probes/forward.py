@@ -1,0 +1,177 @@
+"""One forward per subject and text: every probe reads the same `Pass`.
+
+  pass_ = forward.run(subject, x, y)        # windows x, targets y [n, T]
+
+runs the model once over the windows (batches sharded over all devices
+with NamedSharding, parameters replicated) and, inside the same jitted
+call, one pass over the logits (bottleneck.gradient.head_statistics,
+`chunk` positions at a time): per position the NLL and top-1 hit, summed
+the next-token distribution alpha (seed 003) and seed 002's gradient sums.
+The hidden states H [n T, D] stay on the host (float32, 42 MB for 16384
+positions at D = 640); the probes that need probabilities of single
+positions recompute them from H and W for a capped subset (`position_cap`)
+and say how many they used. The logits of one 1024-token window at
+V = 262144 are 1 GiB in float32: they never exist at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bottleneck import gradient, sharding
+from train.probes.subjects import Subject
+
+# Bytes of float32 logits (and as many for probabilities and gradients)
+# one scan step of the head pass may hold.
+HEAD_CHUNK_BYTES = 1 << 26
+
+
+@dataclasses.dataclass
+class Pass:
+  """A subject's forward over one text (see the module docstring)."""
+  subject: str
+  text: str  # The text spec probed.
+  x: np.ndarray  # Windows [n, T] (BOS first where the model uses one).
+  y: np.ndarray  # Targets [n, T].
+  h: np.ndarray  # Hidden states [n T, D] float32 (the head's input).
+  nll: np.ndarray  # -log p(y) per position [n T] float64.
+  top1: np.ndarray  # y is the most likely token [n T] bool.
+  alpha: np.ndarray  # Mean next-token distribution over positions [V].
+  gradient: dict  # Seed 002 sums: grad_sq, visible_sq, cos_sum.
+  cos: np.ndarray | None  # cos(g, P_W g) per position [n T] (seed 002).
+  seconds: dict  # forward (model + head pass), basis (QR of W).
+
+  @property
+  def tokens(self) -> int:
+    return int(self.y.size)
+
+  @property
+  def targets(self) -> np.ndarray:
+    return self.y.reshape(-1)
+
+  def perplexity(self) -> float:
+    return float(math.exp(self.nll.mean()))
+
+  def describe(self) -> dict:
+    return {"text": self.text or "default", "tokens": self.tokens,
+            "windows": int(self.x.shape[0]), "window": int(self.x.shape[1]),
+            "seconds": {k: round(v, 2) for k, v in self.seconds.items()}}
+
+
+def position_cap(vocab: int, budget_bytes: int = 1 << 29) -> int:
+  """How many positions' float32 distributions fit in `budget_bytes`
+  (512 MiB: 512 positions at V = 262144, 2730 at V = 49152)."""
+  return max(1, budget_bytes // (4 * vocab))
+
+
+@functools.partial(jax.jit, static_argnames=("model", "chunk", "softcap"))
+def _window_pass(params, model, x_bt, y_bt, valid_b, w_vxd, b_v, q_vxd,
+                 chunk: int, softcap: float):
+  h = model.apply(params, x_bt, method=type(model).hidden)
+  stats = gradient.head_statistics(h, y_bt, w_vxd, b_v, q_vxd, chunk,
+                                   softcap, valid_b)
+  return h, stats
+
+
+def _placed(subject: Subject, mesh):
+  """Parameters and head replicated on `mesh`, once per subject and mesh."""
+  key = tuple(mesh.devices.flat)
+  cache = getattr(subject, "_placed", None)
+  if cache is None or cache[0] != key:
+    rep = sharding.replicated(mesh)
+    w, b = subject.cfg.head_weights(subject.params)
+    w = jnp.asarray(w, jnp.float32)
+    subject._placed = (key, jax.device_put(subject.params, rep),  # pylint: disable=protected-access
+                       jax.device_put(w, rep), None if b is None else
+                       jax.device_put(jnp.asarray(b, jnp.float32), rep))
+  return subject._placed[1:]  # pylint: disable=protected-access
+
+
+def sharded_batches(arrays, batch: int, mesh):
+  """(n_real, device arrays) per batch of windows: the batch axis padded to
+  a multiple of the device count and sharded over `mesh`."""
+  n_dev = mesh.devices.size
+  size = sharding.round_up(min(batch, len(arrays[0])), n_dev)
+  for i in range(0, len(arrays[0]), size):
+    parts = [np.asarray(a[i:i + size]) for a in arrays]
+    n = len(parts[0])
+    parts = [np.concatenate([p, np.zeros((size - n,) + p.shape[1:], p.dtype)])
+             for p in parts]
+    yield n, [jax.device_put(p, sharding.batch_sharded(mesh, p.ndim))
+              for p in parts]
+
+
+def run(subject: Subject, x, y, text: str = "", batch: int = 4,
+        gradient_sums: bool = True, mesh=None, progress=None) -> Pass:
+  """The Pass of `subject` over windows x with targets y ([n, T] each).
+
+  gradient_sums: also seed 002's sums (needs Q, the thin QR of W: V x D
+  floats more). progress(done, total): called after each batch.
+  """
+  x, y = np.asarray(x, np.int32), np.asarray(y, np.int32)
+  if x.ndim != 2 or x.shape != y.shape or x.size == 0:
+    raise ValueError(f"`windows` must be [n, T] inputs and targets of one "
+                     f"shape with n, T >= 1; got {x.shape} and {y.shape}.")
+  mesh = mesh or sharding.batch_mesh()
+  params, w, b = _placed(subject, mesh)
+  start = time.perf_counter()
+  q = jax.device_put(gradient.head_basis(w), sharding.replicated(mesh)) \
+      if gradient_sums else None
+  basis_s = time.perf_counter() - start
+  n_dev = mesh.devices.size
+  per_batch = sharding.round_up(min(batch, len(x)), n_dev)
+  chunk = max(1, min(x.shape[1], HEAD_CHUNK_BYTES // (
+      4 * w.shape[0] * per_batch)))
+  hs, nll, top1, cos, sums = [], [], [], [], {}
+  start, done = time.perf_counter(), 0
+  ones = np.ones(len(x), np.float32)  # Padding windows get 0.
+  for n, (xb, yb, vb) in sharded_batches([x, y, ones], batch, mesh):
+    h, stats = _window_pass(params, subject.model, xb, yb, vb, w, b, q,
+                            chunk=chunk, softcap=float(
+                                subject.cfg.logit_softcap))
+    hs.append(np.asarray(h[:n], np.float32).reshape(-1, h.shape[-1]))
+    nll.append(np.asarray(stats["nll"][:n], np.float64).ravel())
+    top1.append(np.asarray(stats["top1"][:n]).ravel())
+    if "cos" in stats:
+      cos.append(np.asarray(stats["cos"][:n], np.float32).ravel())
+    for k in ("alpha", "grad_sq", "visible_sq", "cos_sum"):
+      if k in stats:
+        sums[k] = sums.get(k, 0.0) + np.asarray(stats[k], np.float64)
+    done += n
+    if progress:
+      progress(done, len(x))
+  alpha = sums.pop("alpha")
+  return Pass(subject.name, text, x, y, np.concatenate(hs),
+              np.concatenate(nll), np.concatenate(top1), alpha / alpha.sum(),
+              {k: float(v) for k, v in sums.items()},
+              np.concatenate(cos) if cos else None, {"forward": time.perf_counter() - start, "basis": basis_s})
+
+
+def probabilities(h_nxd, w_vxd, b_v=None, softcap: float = 0.0,
+                  chunk: int = 256):
+  """softmax of the model's logits for rows of H: [n, V] float32 (small n:
+  see position_cap)."""
+  w = jnp.asarray(w_vxd, jnp.float32)
+  b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
+  out = [np.asarray(_softmax(jnp.asarray(h_nxd[i:i + chunk], jnp.float32),
+                             w, b, float(softcap)))
+         for i in range(0, len(h_nxd), chunk)]
+  return np.concatenate(out) if out else np.zeros((0, w.shape[0]),
+                                                  np.float32)
+
+
+@functools.partial(jax.jit, static_argnames="softcap")
+def _softmax(h, w, b, softcap):
+  z = h @ w.T
+  if b is not None:
+    z = z + b[None, :]
+  if softcap:
+    z = softcap * jnp.tanh(z / softcap)
+  return jax.nn.softmax(z, axis=-1)
