@@ -55,20 +55,20 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   checks.positive_int("batch", batch)
   if first_check is not None:
     checks.positive_int("first_check", first_check)
-  a64 = checks.finite_array("matrix", a, ndim=2).astype(np.float64)
-  facts = certificates.MatrixFacts(a64)
-  d = a64.shape[1]
+  a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
+  facts = certificates.MatrixFacts(a)  # float64 products by row blocks.
+  d = a.shape[1]
   m_pad = max([it.subset.size for it in instances] + [m_pad or 0])
   if m_pad >= d:
     raise ValueError(f"`m` must be < d = {d} (A_S needs full row rank); got "
                      f"{m_pad}.")
   for it in instances:  # Full row rank of A_S (else no x prescribes y_S).
-    if np.linalg.matrix_rank(a64[it.subset]) < it.subset.size:
+    if np.linalg.matrix_rank(facts.rows(it.subset)) < it.subset.size:
       raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
                        "matrix are linearly dependent (A_S rank-deficient).")
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  shared, basis = admm.prepare(a64)
+  shared, basis = admm.prepare(a)
   meter = cli.Progress(len(instances), "LP instances") if progress else None
   details = [None] * len(instances)
   order = np.random.default_rng(0).permutation(len(instances))
@@ -76,16 +76,27 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   early = dataclasses.replace(policy, support_factors=policy.support_factors[
       :1])  # Mid-run: the first support only (a failed try costs little).
 
-  def decide(index, x_rot, u, age):  # Host checks of a running instance.
+  def decide(index, x_rot, u, t, age):  # Host checks of a running instance.
     start = time.perf_counter()
     inst = queue[index]
+    band = 1e-3 * abs(inst.threshold)
+    if t < inst.threshold - band:
+      return None  # Heading below: the in-loop full pass will certify it.
     x = admm.to_original(basis, x_rot)
-    x_v = polish.vertex(facts, inst.subset, inst.y, x)
-    if x_v is not None and certificates.check_feasible(
-        facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
-      out = _verify(facts, inst, "feasible", x_v, None, early, delta)
-      if out[0] != "undecided":
-        return _detail(inst, *out, "admm", age, start)
+    if t <= inst.threshold + band:  # The band: the basis of the largest
+      # logits at x, a primal vertex and its dual point from one LU.
+      x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
+      if x_v is not None and certificates.check_feasible(
+          facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
+        out = _verify(facts, inst, "feasible", x_v, None, early, delta)
+        if out[0] != "undecided":
+          return _detail(inst, *out, "admm", age, start)
+      if mu_v is not None:
+        cert = certificates.check_infeasible_global(
+            facts, inst.subset, inst.y, mu_v, inst.threshold)
+        if cert["ok"]:
+          return _detail(inst, "infeasible", cert["t_lower"], cert, "admm",
+                         age, start)
     out = _verify(facts, inst, "infeasible", x, u, early, delta)
     return None if out[0] == "undecided" else _detail(inst, *out, "admm",
                                                       age, start)
@@ -115,7 +126,7 @@ def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
   verdict, bound, cert = _verify(facts, inst, claim, x, mu, policy, delta)
   source = "admm"
   if verdict == "undecided" and exact_fallback:
-    sol = exact.solve(facts.a, inst.subset, inst.y)
+    sol = exact.solve(np.asarray(facts.a, np.float64), inst.subset, inst.y)
     source = "highs"
     if sol["status"] == "Unbounded" and sol["ray"] is not None:
       cert = certificates.check_unbounded(facts, inst.subset, sol["ray"])

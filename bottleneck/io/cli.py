@@ -182,6 +182,22 @@ def _cell(value: Any) -> str:
   return str(value)
 
 
+def persistent_compile_cache() -> str | None:
+  """Compiled XLA programs kept across runs (the LP's loops compile for
+  seconds): $JAX_COMPILATION_CACHE_DIR if set, else
+  $BOTTLENECK_CACHE/jax (default ~/.cache/bottleneck/jax);
+  BOTTLENECK_JAX_CACHE=0 turns it off (cold-start timings)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  if os.environ.get("BOTTLENECK_JAX_CACHE", "1") == "0":
+    return None
+  path = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(
+      os.environ.get("BOTTLENECK_CACHE") or os.path.join(
+          os.path.expanduser("~"), ".cache", "bottleneck"), "jax")
+  jax.config.update("jax_compilation_cache_dir", path)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+  return path
+
+
 def run_binary(main, define_flags) -> None:
   """absl entry point: defines flags, runs `main`, turns bad input into
   'error: ...' on stderr with exit status 2 (no traceback); a run that
@@ -191,6 +207,7 @@ def run_binary(main, define_flags) -> None:
   def wrapped(argv):
     if logging.get_verbosity() == logging.INFO:  # Default: hide JAX chatter.
       logging.set_verbosity(logging.WARNING)
+    persistent_compile_cache()
     try:
       return main(argv)
     except ValueError as e:

@@ -22,13 +22,29 @@ is solved without per-instance d x d work: A is rotated once into the
 eigenbasis of A^T A (A' = A V, so A'^T A' = diag(lam)); then
 sigma I + rho A'^T A' is diagonal, the S rows add a rank-m Woodbury term
 (one m x m Cholesky per instance) and t borders the system (a scalar Schur
-complement). Each iteration costs two products with the shared A (batched
-into GEMMs across instances) plus O(m d).
+complement).
+
+Working set (cost that follows the active rows, not N): at the optimum at
+most d + 1 - m of the N - m other rows are active. Each instance iterates
+on K rows W of R explicitly (z, u, gathered rows a_W); every other row j
+is assumed inactive (u_j = 0, z_j < 0), and then ADMM keeps
+z_j = a_j . zeta - tau for two tracked quantities (zeta, tau relax like x
+and t), so their whole contribution to the x-update is
+  rho A_I^T (A_I zeta - tau 1) = rho (lam * zeta - tau colsum)
+                                 - rho A_S^T (A_S zeta - tau) - rho A_W^T (A_W zeta - tau),
+O((m + K) d). While those rows stay inactive this is exactly the full
+ADMM (W = all of R is today's algorithm); a full pass every `scan_every`
+iterations (and whenever W alone suggests a FEASIBLE verdict) refreshes W
+with the K largest logits (rows with positive multipliers kept), and is the
+only full check a FEASIBLE nomination passes. The float64 certificates
+never depend on W: a FEASIBLE embedding is checked on every row, and an
+INFEASIBLE dual point supported on W is a dual point of the full LP.
 
 API: `prepare` (once per matrix, host float64: the device-side `Shared`
 and the host-side `Basis`), `init`, `update` (one iteration), `run_until` /
 `run` (jitted bounded `lax.while_loop`, checks every `check_every`
-iterations, adapts each instance's rho every `adapt_every`), `refill`
+iterations, adapts each instance's rho every `adapt_every`, refreshes the
+working sets every `scan_every`), `refill`
 (continuous batching) and `to_original` (a rotated iterate back to an
 embedding of A). The solver only nominates candidates; whether they prove
 anything is `bottleneck.lp.certificates`' business.
@@ -64,10 +80,18 @@ class Settings:
   # the threshold over R = check_radius_factor * |x_par| (what the float64
   # certificate then requires is certificates.Policy's business).
   check_radius_factor: float = 10.0
+  # Rows iterated explicitly per instance (0: `working_set_size` picks all
+  # rows, or ~1.25 d when N - m > 32 d); full passes every scan_every
+  # iterations.
+  working_set: int = 0
+  scan_every: int = 10
 
   def __post_init__(self):  # Bad settings would hang or NaN inside the loop.
-    for name in ("max_iters", "check_every", "adapt_every"):
+    for name in ("max_iters", "check_every", "adapt_every", "scan_every"):
       checks.positive_int(name, getattr(self, name))
+    if not isinstance(self.working_set, int) or self.working_set < 0:
+      raise ValueError(f"`working_set` must be an integer >= 0 (0 = auto); "
+                       f"got {self.working_set!r}.")
     for name in ("rho", "sigma", "check_radius_factor"):
       checks.open_interval(name, getattr(self, name), 0.0, np.inf)
     checks.open_interval("alpha", self.alpha, 0.0, 2.0)
@@ -108,20 +132,31 @@ _PREPARE_ROWS = 8192  # Rows rotated per float64 block in `prepare`.
 
 
 def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
-  """Normalises and rotates A once (float64 eigendecomposition on host)."""
-  a = np.asarray(a_nxd, np.float64)
-  gram = a.T @ a
+  """Normalises and rotates A once (float64 eigendecomposition on host).
+
+  Memory: A is read in row blocks, converted to float64 a block at a time,
+  and its rotation written straight into the device array (donated
+  updates): besides A itself, one N x d array of `dtype` is allocated."""
+  a = np.asarray(a_nxd)
+  blocks = range(0, a.shape[0], _PREPARE_ROWS)
+  block = lambda i: a[i:i + _PREPARE_ROWS].astype(np.float64)
+  gram = sum(b.T @ b for b in map(block, blocks))
   scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
   lam, v = np.linalg.eigh(gram / scale**2)
-  a_rot = np.empty(a.shape, np.dtype(dtype))  # Rotated in float64 by row
-  colsum = np.zeros(a.shape[1])  # blocks: no N x d float64 temporary.
+  colsum = np.zeros(a.shape[1])
   v_scaled = v / scale
-  for start in range(0, a.shape[0], _PREPARE_ROWS):
-    block = a[start:start + _PREPARE_ROWS] @ v_scaled
-    a_rot[start:start + _PREPARE_ROWS] = block
-    colsum += block.sum(axis=0)
-  return (Shared(jnp.asarray(a_rot), jnp.asarray(lam, dtype),
-                 jnp.asarray(colsum, dtype)), Basis(v, scale))
+  a_rot = jnp.zeros(a.shape, dtype)
+  for start in blocks:
+    rotated = block(start) @ v_scaled
+    a_rot = _write_rows(a_rot, jnp.asarray(rotated, dtype), start)
+    colsum += rotated.sum(axis=0)
+  return (Shared(a_rot, jnp.asarray(lam, dtype), jnp.asarray(colsum, dtype)),
+          Basis(v, scale))
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _write_rows(buffer, rows, start):
+  return jax.lax.dynamic_update_slice(buffer, rows, (start, 0))
 
 
 def to_original(basis: Basis, x_rot_d) -> np.ndarray:
@@ -149,13 +184,28 @@ def _apply_h_inv(g, a_s_g, c_inv, f):
   return f / g - a_s_g.T @ (c_inv @ (a_s_g @ f))
 
 
+def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
+  """K: `s.working_set`, else every row of R (the full algorithm) unless
+  N - m > 32 d, where K = 1.25 d rounded up to 128 (a vertex has at most
+  d + 1 - m active rows; with fewer spare rows, rows turning active
+  between scans slow the convergence: at 50257 x 768 in the band, K =
+  768 / 1024 / 1536 took 24 / 21 / 35 s for 32 instances, the slowest
+  instance's luck deciding). At most N - m_pad."""
+  if s.working_set:
+    k = s.working_set
+  elif n - m_pad > 32 * d:
+    k = -(-(5 * d // 4) // 128) * 128
+  else:
+    k = n - m_pad
+  return max(1, min(k, n - m_pad))
+
+
 class Instance(NamedTuple):
   """Per-instance constants (computed once by `init`, loop-invariant)."""
+  subset: jax.Array  # [m_pad] int32 rows of S (padding: any index).
   a_s: jax.Array  # [m_pad, d] rows of S (zero rows on padding).
   mask: jax.Array  # [m_pad] bool
-  y: jax.Array  # [m_pad] targets on S.
-  in_s: jax.Array  # [N] bool membership of S.
-  y_full: jax.Array  # [N] y scattered to S (0 elsewhere).
+  y: jax.Array  # [m_pad] targets on S (0 on padding).
   gram_inv: jax.Array  # [m_pad, m_pad] (A_S A_S^T)^{-1} (identity padding).
   x_par: jax.Array  # [d] row-space solution A_S^T (A_S A_S^T)^{-1} y.
   radius: jax.Array  # [] R of the in-loop dual bound.
@@ -169,120 +219,184 @@ def _rowspace_part(a_s, gram_inv, r):
 
 def _instance(shared: Shared, subset, mask, y, threshold,
               s: Settings) -> Instance:
-  n = shared.a_rot.shape[0]
   dtype = shared.a_rot.dtype
   a_s = shared.a_rot[subset] * mask[:, None]
   y = jnp.where(mask, y, 0.0).astype(dtype)
-  in_s = jnp.zeros(n, bool).at[subset].max(mask)
-  y_full = jnp.zeros(n, dtype).at[subset].add(y)
   gram = a_s @ a_s.T + jnp.diag(jnp.where(mask, 0.0, 1.0))
   gram_inv = linalg.cho_solve(linalg.cholesky(gram),
                               jnp.eye(a_s.shape[0], dtype=dtype))
   x_par = _rowspace_part(a_s, gram_inv, y)
   radius = s.check_radius_factor * jnp.linalg.norm(x_par)
-  return Instance(a_s, mask, y, in_s, y_full, gram_inv, x_par, radius,
+  return Instance(subset, a_s, mask, y, gram_inv, x_par, radius,
                   jnp.asarray(threshold, dtype))
+
+
+def _other_logits(logits_n, inst: Instance):
+  """The logits with S's rows at -inf (scatter-min: padding entries of the
+  subset, which may repeat a real row, leave it alone)."""
+  return logits_n.at[inst.subset].min(jnp.where(inst.mask, -jnp.inf,
+                                                jnp.inf))
+
+
+class Rows(NamedTuple):
+  """An instance's working set W (changed only by scans and refills)."""
+  idx: jax.Array  # [K] int32 rows of R iterated explicitly.
+  a: jax.Array  # [K, d] those rows of A'.
+
+
+class Work(NamedTuple):
+  """The iterates on W and the shadow of the other rows."""
+  z: jax.Array  # [K] constraint iterate on W.
+  u: jax.Array  # [K] dual iterate on W (multipliers mu >= 0).
+  zeta: jax.Array  # [d] rows j outside S and W: z_j = a_j . zeta - tau,
+  tau: jax.Array  # []  u_j = 0 (assumed inactive; refreshed by scans).
+  wz: jax.Array  # [K] A_W zeta.
+  sz: jax.Array  # [m_pad] A_S zeta.
+
+
+def _select_rows(shared: Shared, inst: Instance, scores_n, k: int,
+                 old_rows: Rows | None = None, old: Work | None = None):
+  """W = the k rows of R with the largest `scores_n`; with the old W, its
+  rows keep their z and u, new rows start inactive at the shadow."""
+  idx = jax.lax.top_k(_other_logits(scores_n, inst), k)[1].astype(jnp.int32)
+  rows = Rows(idx, shared.a_rot[idx])
+  if old is None:
+    return rows
+  n = shared.a_rot.shape[0]
+  pos = jnp.full(n, -1, jnp.int32).at[old_rows.idx].set(
+      jnp.arange(k, dtype=jnp.int32))[idx]
+  kept = pos >= 0
+  wz = rows.a @ old.zeta
+  z = jnp.where(kept, old.z[jnp.maximum(pos, 0)],
+                jnp.minimum(wz - old.tau, 0.0))
+  u = jnp.where(kept, old.u[jnp.maximum(pos, 0)], 0.0)
+  return rows, old._replace(z=z, u=u, wz=wz)
 
 
 class State(NamedTuple):
   inst: Instance  # [B, ...] constants.
   x: jax.Array  # [B, d] primal iterate (rotated, scaled basis).
   t: jax.Array  # [B]
-  z: jax.Array  # [B, N] constraint iterate.
-  u: jax.Array  # [B, N] dual iterate (on R: multipliers mu >= 0).
+  u_s: jax.Array  # [B, m_pad] dual iterate of the equality rows.
+  rows: Rows  # [B, ...] working sets.
+  work: Work  # [B, ...] iterates on them and the shadows.
   factors: Factors  # [B, ...]
   iteration: jax.Array  # [] int32 global iteration counter.
   status: jax.Array  # [B] int32: RUNNING / FEASIBLE / INFEASIBLE / MAX_ITER
   started_at: jax.Array  # [B] int32 global iteration the instance started.
   decided_at: jax.Array  # [B] int32 global iteration of the verdict.
   x_cert: jax.Array  # [B, d] candidate primal certificate (rotated basis).
-  mu_cert: jax.Array  # [B, N] candidate multipliers (sum 1 on R).
+  mu_cert: jax.Array  # [B, K] candidate multipliers (sum 1) on rows
+  mu_idx: jax.Array  # [B, K] mu_idx (the W they were found on).
   t_upper: jax.Array  # [B] max other logit at x_cert (inf if none yet).
   t_lower: jax.Array  # [B] best dual bound at radius R (-inf if none yet).
 
 
 def init(shared: Shared, problem: Problem, s: Settings) -> State:
-  """Starts every instance at the row-space point x_par, t = its max logit."""
+  """Starts every instance at the row-space point x_par, t = its max logit,
+  W = the rows of largest logit there."""
   n, d = shared.a_rot.shape
+  k = working_set_size(s, n, d, problem.subset.shape[1])
 
   def one(subset, mask, y, threshold):
     inst = _instance(shared, subset, mask, y, threshold, s)
     f = _factors(shared, inst.a_s, mask, n - jnp.sum(mask),
                  jnp.asarray(s.rho, inst.a_s.dtype), s)
     logits = shared.a_rot @ inst.x_par
-    t = jnp.max(jnp.where(inst.in_s, -jnp.inf, logits))
-    z = jnp.where(inst.in_s, inst.y_full, jnp.minimum(logits - t, 0.0))
-    return inst, inst.x_par, t, z, f
+    t = jnp.max(_other_logits(logits, inst))
+    rows = _select_rows(shared, inst, logits, k)
+    wz = logits[rows.idx]  # zeta = x_par: z_j = a_j.x_par - t <= 0 for all.
+    work = Work(wz - t, jnp.zeros(k, wz.dtype), inst.x_par, t, wz,
+                inst.a_s @ inst.x_par)
+    return inst, inst.x_par, t, rows, work, f
 
-  inst, x, t, z, factors = jax.vmap(one)(problem.subset, problem.mask,
-                                         problem.y, problem.threshold)
+  inst, x, t, rows, work, factors = jax.vmap(one)(
+      problem.subset, problem.mask, problem.y, problem.threshold)
   bsz, dtype = x.shape[0], x.dtype
   return State(
-      inst=inst, x=x, t=t, z=z, u=jnp.zeros((bsz, n), dtype), factors=factors,
-      iteration=jnp.zeros((), jnp.int32),
+      inst=inst, x=x, t=t, u_s=jnp.zeros(inst.y.shape, dtype), rows=rows,
+      work=work, factors=factors, iteration=jnp.zeros((), jnp.int32),
       status=jnp.zeros(bsz, jnp.int32), started_at=jnp.zeros(bsz, jnp.int32),
       decided_at=jnp.zeros(bsz, jnp.int32),
-      x_cert=jnp.zeros((bsz, d), dtype), mu_cert=jnp.zeros((bsz, n), dtype),
-      t_upper=jnp.full(bsz, jnp.inf, dtype),
+      x_cert=jnp.zeros((bsz, d), dtype), mu_cert=jnp.zeros((bsz, k), dtype),
+      mu_idx=rows.idx, t_upper=jnp.full(bsz, jnp.inf, dtype),
       t_lower=jnp.full(bsz, -jnp.inf, dtype))
 
 
-def _admm_step(shared: Shared, inst: Instance, f: Factors, x, t, z, u,
-               s: Settings):
-  """One OSQP iteration for one instance (Alg. 1, lines 3-6)."""
+def _admm_step(shared: Shared, inst: Instance, f: Factors, rows: Rows, x, t,
+               u_s, w: Work, s: Settings):
+  """One OSQP iteration for one instance (Alg. 1, lines 3-6), on S, W and
+  the shadow of the other (inactive) rows."""
+  n = shared.a_rot.shape[0]
   g = s.sigma + f.rho * shared.lam
-  rho_vec = jnp.where(inst.in_s, s.rho_eq_ratio * f.rho, f.rho)
-  w = rho_vec * z - u
-  # Line 3: solve (sigma I + K^T diag(rho) K) [x~; t~] = sigma v - q + K^T w,
-  # with q = (0, 1) and K^T w = (A'^T w, -sum_R w).
-  rhs_x = s.sigma * x + shared.a_rot.T @ w
-  rhs_t = s.sigma * t - 1.0 - jnp.sum(jnp.where(inst.in_s, 0.0, w))
+  rho, rho_eq = f.rho, s.rho_eq_ratio * f.rho
+  mask = inst.mask.astype(x.dtype)
+  n_inactive = n - jnp.sum(mask) - rows.idx.shape[0]
+  # Line 3: solve (sigma I + K^T diag(rho) K) [x~; t~] = sigma v - q + K^T w
+  # with w = rho z - u: S rows (z = y), W rows, and the inactive rows
+  # (u = 0, z = A_I zeta - tau) through the shared A'^T A' = diag(lam).
+  w_s = mask * (rho_eq * inst.y - u_s)
+  w_w = rho * w.z - w.u
+  rhs_x = (s.sigma * x + rho * (shared.lam * w.zeta - w.tau * shared.colsum)
+           + inst.a_s.T @ (w_s - rho * mask * (w.sz - w.tau))
+           + rows.a.T @ (w_w - rho * (w.wz - w.tau)))
+  inactive_sum = rho * (shared.colsum @ w.zeta - mask @ w.sz -
+                        jnp.sum(w.wz) - w.tau * n_inactive)
+  rhs_t = s.sigma * t - 1.0 - jnp.sum(w_w) - inactive_sum
   u1 = _apply_h_inv(g, inst.a_s / g[None, :], f.c_inv, rhs_x)
   t_new = (rhs_t + f.b @ u1) / f.kappa
   x_new = u1 + f.h * t_new
-  z_tilde = shared.a_rot @ x_new - jnp.where(inst.in_s, 0.0, t_new)
-  # Line 4: over-relaxation.
-  x = s.alpha * x_new + (1 - s.alpha) * x
-  t = s.alpha * t_new + (1 - s.alpha) * t
-  z_hat = s.alpha * z_tilde + (1 - s.alpha) * z
-  # Line 5: projection onto C = {z_S = y_S, z_R <= 0}.
-  z_new = jnp.where(inst.in_s, inst.y_full,
-                    jnp.minimum(z_hat + u / rho_vec, 0.0))
-  # Line 6: dual update.
-  u = u + rho_vec * (z_hat - z_new)
-  return x, t, z_new, u
+  ax_w = rows.a @ x_new
+  ax_s = inst.a_s @ x_new
+  # Line 4: over-relaxation (the shadow relaxes like the rows it stands
+  # for: z_hat_I = A_I zeta_new - tau_new).
+  relax = lambda new, old: s.alpha * new + (1 - s.alpha) * old
+  z_hat_w = relax(ax_w - t_new, w.z)
+  z_hat_s = relax(ax_s, inst.y)
+  # Line 5: projection onto C = {z_S = y_S, z_R <= 0}; line 6: duals.
+  z_w = jnp.minimum(z_hat_w + w.u / rho, 0.0)
+  u_w = w.u + rho * (z_hat_w - z_w)
+  u_s = u_s + rho_eq * mask * (z_hat_s - inst.y)
+  w = w._replace(z=z_w, u=u_w, zeta=relax(x_new, w.zeta),
+                 tau=relax(t_new, w.tau), wz=relax(ax_w, w.wz),
+                 sz=relax(ax_s, w.sz))
+  return relax(x_new, x), relax(t_new, t), u_s, w
 
 
-def _candidates(shared: Shared, inst: Instance, x, u):
-  """Certificate candidates for one instance.
+def _project(inst: Instance, x):
+  """x moved onto {A_S x = y} (minimum-norm correction)."""
+  return x - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ x - inst.y)
 
-  Primal: x projected onto {A_S x = y}; t_up = its largest other logit.
-  Dual: mu = max(u, 0) on R scaled to sum 1; for every x with A_S x = y and
-  |x - x_par| <= R, max_R a_j.x >= mu^T A_R x >= v.x_par - R |P_perp v| with
-  v = A_R^T mu (P_perp: projection onto the null space of A_S).
-  """
-  x_proj = x - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ x - inst.y)
-  logits = shared.a_rot @ x_proj
-  t_up = jnp.max(jnp.where(inst.in_s, -jnp.inf, logits))
-  mu = jnp.where(inst.in_s, 0.0, jnp.maximum(u, 0.0))
+
+def _dual_bound(inst: Instance, rows: Rows, w: Work):
+  """Dual candidate on W: mu = max(u, 0) scaled to sum 1; for every x with
+  A_S x = y and |x - x_par| <= R, max_R a_j.x >= mu^T A_W x >= v.x_par -
+  R |P_perp v| with v = A_W^T mu (mu is 0 off W: still a dual point of
+  the full LP)."""
+  mu = jnp.maximum(w.u, 0.0)
   total = jnp.sum(mu)
   mu = mu / jnp.where(total > 0, total, 1.0)
-  v = shared.a_rot.T @ mu
+  v = rows.a.T @ mu
   v_perp = v - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ v)
   t_low = jnp.where(total > 0,
                     v @ inst.x_par - inst.radius * jnp.linalg.norm(v_perp),
                     -jnp.inf)
-  return x_proj, t_up, mu, t_low
+  return mu, t_low
 
 
-def _adapt_rho(shared: Shared, inst: Instance, f: Factors, x, t, z, u,
-               s: Settings) -> Factors:
-  """OSQP's rule: rho *= sqrt(relative primal / relative dual residual)."""
-  kx = shared.a_rot @ x - jnp.where(inst.in_s, 0.0, t)
-  ktu_x = shared.a_rot.T @ u
-  ktu_t = -jnp.sum(jnp.where(inst.in_s, 0.0, u))
-  prim = jnp.max(jnp.abs(kx - z)) / jnp.maximum(
-      jnp.maximum(jnp.max(jnp.abs(kx)), jnp.max(jnp.abs(z))), 1e-12)
+def _adapt_rho(shared: Shared, inst: Instance, f: Factors, rows: Rows, x, t,
+               u_s, w: Work, s: Settings) -> Factors:
+  """OSQP's rule: rho *= sqrt(relative primal / relative dual residual),
+  residuals on S and W (the inactive rows carry no dual)."""
+  mask = inst.mask.astype(x.dtype)
+  kx_w, kx_s = rows.a @ x - t, inst.a_s @ x
+  ktu_x = rows.a.T @ w.u + inst.a_s.T @ (mask * u_s)
+  ktu_t = -jnp.sum(w.u)
+  scale = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(kx_w)), jnp.max(
+      jnp.abs(mask * kx_s))), jnp.maximum(jnp.max(jnp.abs(w.z)), jnp.max(
+          jnp.abs(inst.y))))
+  prim = jnp.maximum(jnp.max(jnp.abs(kx_w - w.z)), jnp.max(
+      jnp.abs(mask * (kx_s - inst.y)))) / jnp.maximum(scale, 1e-12)
   dual = jnp.maximum(jnp.max(jnp.abs(ktu_x)), jnp.abs(1.0 + ktu_t)) / (
       jnp.maximum(jnp.maximum(jnp.max(jnp.abs(ktu_x)), jnp.abs(ktu_t)), 1.0))
   ratio = jnp.sqrt(prim / jnp.maximum(dual, 1e-12))
@@ -302,44 +416,88 @@ def _select(mask, new, old):
 def update(shared: Shared, state: State, s: Settings) -> State:
   """One iteration for every running instance (decided ones stay frozen)."""
   step = functools.partial(_admm_step, shared, s=s)
-  x, t, z, u = jax.vmap(step)(state.inst, state.factors, state.x, state.t,
-                              state.z, state.u)
+  x, t, u_s, work = jax.vmap(step)(state.inst, state.factors, state.rows,
+                                   state.x, state.t, state.u_s, state.work)
   running = state.status == RUNNING
-  x, t, z, u = _select(running, (x, t, z, u),
-                       (state.x, state.t, state.z, state.u))
+  x, t, u_s, work = _select(running, (x, t, u_s, work),
+                            (state.x, state.t, state.u_s, state.work))
   it = state.iteration + 1
-  state = state._replace(x=x, t=t, z=z, u=u, iteration=it)
+  state = state._replace(x=x, t=t, u_s=u_s, work=work, iteration=it)
   state = jax.lax.cond(it % s.check_every == 0,
-                       lambda st: _check_all(shared, st), lambda st: st, state)
+                       lambda st: _check_all(shared, st), lambda st: st,
+                       state)
+  state = jax.lax.cond(it % s.scan_every == 0,
+                       lambda st: _scan_all(shared, st), lambda st: st, state)
   return jax.lax.cond(it % s.adapt_every == 0,
                       lambda st: _adapt_all(shared, st, s), lambda st: st,
                       state)
 
 
 def _check_all(shared: Shared, state: State) -> State:
-  x_proj, t_up, mu, t_low = jax.vmap(functools.partial(_candidates, shared))(
-      state.inst, state.x, state.u)
+  """In-loop nominations: INFEASIBLE from the dual bound on W; FEASIBLE
+  only after a full pass over every row (`_full_logits`), which runs when
+  W alone has an instance's projected point below its threshold."""
   running = state.status == RUNNING
-  feasible = running & (t_up < state.inst.threshold)
-  infeasible = running & ~feasible & (t_low > state.inst.threshold)
-  status = jnp.where(feasible, FEASIBLE,
-                     jnp.where(infeasible, INFEASIBLE, state.status))
-  better_up = running & (t_up < state.t_upper)
+  mu, t_low = jax.vmap(_dual_bound)(state.inst, state.rows, state.work)
+  infeasible = running & (t_low > state.inst.threshold)
   better_low = running & (t_low > state.t_lower)
-  return state._replace(
-      status=status,
-      decided_at=jnp.where(feasible | infeasible, state.iteration,
-                           state.decided_at),
-      x_cert=_select(better_up, x_proj, state.x_cert),
-      t_upper=jnp.where(better_up, t_up, state.t_upper),
+  x_proj = jax.vmap(_project)(state.inst, state.x)
+  t_up_w = jnp.max(jnp.einsum("bkd,bd->bk", state.rows.a, x_proj), axis=1)
+  state = state._replace(
+      status=jnp.where(infeasible, INFEASIBLE, state.status),
+      decided_at=jnp.where(infeasible, state.iteration, state.decided_at),
       mu_cert=_select(better_low, mu, state.mu_cert),
+      mu_idx=_select(better_low, state.rows.idx, state.mu_idx),
       t_lower=jnp.where(better_low, t_low, state.t_lower))
+  candidate = running & ~infeasible & (t_up_w < state.inst.threshold)
+  return jax.lax.cond(
+      jnp.any(candidate),
+      lambda st: _full_logits(shared, st, x_proj, candidate)[0],
+      lambda st: st, state)
+
+
+def _full_logits(shared: Shared, state: State, x_proj, which):
+  """Every logit of every instance's projected iterate (one GEMM for the
+  batch): nominates FEASIBLE where all other logits are below the
+  threshold and keeps the best primal candidate, for the instances in
+  `which` only (so that no instance's record depends on the others of its
+  batch). Returns (state, logits)."""
+  logits = (shared.a_rot @ x_proj.T).T  # [B, N]
+  t_up = jnp.max(jax.vmap(_other_logits)(logits, state.inst), axis=1)
+  running = which & (state.status == RUNNING)
+  feasible = running & (t_up < state.inst.threshold)
+  better_up = running & (t_up < state.t_upper)
+  return state._replace(
+      status=jnp.where(feasible, FEASIBLE, state.status),
+      decided_at=jnp.where(feasible, state.iteration, state.decided_at),
+      x_cert=_select(better_up, x_proj, state.x_cert),
+      t_upper=jnp.where(better_up, t_up, state.t_upper)), logits
+
+
+def _scan_all(shared: Shared, state: State) -> State:
+  """Every `scan_every` iterations: the full pass of `_full_logits`, then
+  each working set refreshed to the K largest logits (rows with a positive
+  multiplier kept; new rows start at the shadow)."""
+  x_proj = jax.vmap(_project)(state.inst, state.x)
+  state, logits = _full_logits(shared, state, x_proj,
+                               jnp.ones_like(state.status, bool))
+  k = state.rows.idx.shape[1]
+
+  def refresh(inst, rows, w, row_logits):
+    keep = row_logits.at[rows.idx].max(jnp.where(w.u > 0, jnp.inf, -jnp.inf))
+    return _select_rows(shared, inst, keep, k, rows, w)
+
+  # Decided instances are refreshed too (their W is not used again): no
+  # select copies the [B, K, d] rows.
+  rows, work = jax.vmap(refresh)(state.inst, state.rows, state.work, logits)
+  return state._replace(rows=rows, work=_select(state.status == RUNNING,
+                                                work, state.work))
 
 
 def _adapt_all(shared: Shared, state: State, s: Settings) -> State:
   adapt = functools.partial(_adapt_rho, shared, s=s)
-  factors = jax.vmap(adapt)(state.inst, state.factors, state.x, state.t,
-                            state.z, state.u)
+  factors = jax.vmap(adapt)(state.inst, state.factors, state.rows, state.x,
+                            state.t, state.u_s, state.work)
   return state._replace(factors=_select(state.status == RUNNING, factors,
                                         state.factors))
 
@@ -393,3 +551,10 @@ def run(shared: Shared, problem: Problem, s: Settings,
   state = run_until(shared, init(shared, problem, s), s, cap, 0)
   return state._replace(status=jnp.where(state.status == RUNNING, MAX_ITER,
                                          state.status))
+
+
+def multipliers(n: int, mu_k, idx_k) -> np.ndarray:
+  """A multiplier vector on W as a full-length [N] float64 vector."""
+  out = np.zeros(n)
+  np.add.at(out, np.asarray(idx_k), np.asarray(mu_k, np.float64))
+  return out

@@ -28,6 +28,7 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -43,14 +44,72 @@ def _gamma(n: int) -> float:
 
 
 class MatrixFacts:
-  """float64 A with the per-row norms and per-column max |entries| that the
-  rounding bounds need (computed once per matrix, not per certificate)."""
+  """A with the per-row norms and per-column max |entries| that the
+  rounding bounds need (computed once per matrix, not per certificate),
+  and the QR of A_S^T of recently checked subsets (an instance is checked
+  several times). A float32 A is held as a float64 copy when that takes at
+  most `float64_bytes` (products are then plain BLAS), else as it is, with
+  every product formed in float64 by row blocks (exact for float32
+  entries; a 262144 x 640 head needs no 1.3 GB copy)."""
 
-  def __init__(self, a):
-    self.a = np.asarray(a, np.float64)
-    self.row_norms = np.linalg.norm(self.a, axis=1)
-    self.col_absmax = np.maximum(self.a.max(axis=0), -self.a.min(axis=0))
+  def __init__(self, a, float64_bytes: int = 1 << 30):
+    self.a = np.asarray(a)
+    if self.a.dtype not in (np.float32, np.float64) or (
+        self.a.dtype == np.float32 and self.a.size * 8 <= float64_bytes):
+      self.a = self.a.astype(np.float64)
+    self.row_norms = head_norms(self.a)
+    self.col_absmax = np.maximum(self.a.max(axis=0), -self.a.min(axis=0)
+                                 ).astype(np.float64)
     self._twins = None
+    self._one_sided = None
+    self._qr = collections.OrderedDict()
+
+  @property
+  def one_sided(self) -> bool:
+    """Whether >= 95% of the rows lie on one side of the mean row: the
+    matrices where rays (t* = -inf) occur (SmolLM2-135M, Gemma 3's head;
+    a Gaussian matrix has half its rows on each side). Only decides
+    whether `verify` tries to prove t* = -inf for a FEASIBLE verdict."""
+    if self._one_sided is None:
+      mean = np.asarray(self.a.sum(axis=0, dtype=np.float64)) / len(self.a)
+      self._one_sided = bool(np.mean(polish.matvec(self.a, mean) > 0) >= 0.95)
+    return self._one_sided
+
+  def qr(self, subset):
+    """(q, r) of A_S^T (reduced), cached for the last 64 subsets."""
+    key = np.asarray(subset).tobytes()
+    if key not in self._qr:
+      self._qr[key] = np.linalg.qr(self.rows(subset).T)
+      if len(self._qr) > 64:
+        self._qr.popitem(last=False)
+    self._qr.move_to_end(key)
+    return self._qr[key]
+
+  def null_basis(self, subset):
+    """Z [d, d - m]: orthonormal basis of null(A_S) (complete QR of A_S^T,
+    cached like `qr`)."""
+    key = b"null" + np.asarray(subset).tobytes()
+    if key not in self._qr:
+      q = np.linalg.qr(self.rows(subset).T, mode="complete")[0]
+      self._qr[key] = q[:, np.asarray(subset).size:]
+      if len(self._qr) > 64:
+        self._qr.popitem(last=False)
+    self._qr.move_to_end(key)
+    return self._qr[key]
+
+  def rows(self, index) -> np.ndarray:
+    """Rows of A as float64."""
+    return self.a[np.asarray(index)].astype(np.float64)
+
+  def rmatvec(self, mu) -> np.ndarray:
+    """A^T mu in float64 over the nonzero entries of mu."""
+    nz = np.flatnonzero(mu)
+    return self.rows(nz).T @ np.asarray(mu, np.float64)[nz]
+
+  def rowspace(self, subset, y):
+    """linalg.rowspace of A_S through the cached QR: (x_par, q)."""
+    q, r = self.qr(subset)
+    return q @ np.linalg.solve(r.T, np.asarray(y, np.float64)), q
 
   @property
   def twins(self) -> np.ndarray:
@@ -58,7 +117,8 @@ class MatrixFacts:
     Trained heads have such rows (SmolLM2-135M: 15 rows in 4 groups)."""
     if self._twins is None:  # Identical rows share a key; sort by it and
       # compare neighbours bit for bit (np.unique(axis=0) would copy A twice).
-      key = self.a @ np.random.default_rng(0).standard_normal(self.a.shape[1])
+      key = polish.matvec(self.a, np.random.default_rng(0).standard_normal(
+          self.a.shape[1]))
       order = np.argsort(key, kind="stable")
       twins = np.full(self.a.shape[0], -1, np.int64)
       for i in np.flatnonzero(key[order][1:] == key[order][:-1]):
@@ -67,6 +127,13 @@ class MatrixFacts:
           twins[q] = twins[p] = twins[p] if twins[p] >= 0 else p
       self._twins = twins
     return self._twins
+
+
+def head_norms(a) -> np.ndarray:
+  """|a_j| per row in float64, by row blocks."""
+  return np.concatenate([np.linalg.norm(a[i:i + 8192].astype(np.float64),
+                                        axis=1)
+                         for i in range(0, a.shape[0], 8192)])
 
 
 def _facts(a) -> MatrixFacts:
@@ -80,15 +147,14 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   gamma_d sum_k |a_k x_k| <= gamma_d |a| |x| (Cauchy-Schwarz).
   """
   facts = _facts(a)
-  a = facts.a
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
   x = np.asarray(x, np.float64)
-  a_s = a[subset]
-  x = x + linalg.rowspace(a_s, y - a_s @ x)[0]  # onto A_S x = y
-  logits = a @ x
-  err = _gamma(a.shape[1]) * facts.row_norms * np.linalg.norm(x)
-  rest = np.ones(a.shape[0], bool)
+  a_s = facts.rows(subset)
+  x = x + facts.rowspace(subset, y - a_s @ x)[0]  # onto A_S x = y
+  logits = polish.matvec(facts.a, x)
+  err = _gamma(facts.a.shape[1]) * facts.row_norms * np.linalg.norm(x)
+  rest = np.ones(facts.a.shape[0], bool)
   rest[subset] = False
   t_upper = float(np.max(logits[rest] + err[rest]))
   eq_residual = float(np.max(np.abs(a_s @ x - y)))
@@ -113,7 +179,7 @@ def check_probabilities(a, subset, x, p, scale: float, delta: float,
   """
   facts = _facts(a)
   x = np.asarray(x, np.float64)
-  logits = scale * (facts.a @ x)
+  logits = scale * polish.matvec(facts.a, x)
   ratio_err, rest_mass = prescribed.softmax_on_subset(logits, subset, p)
   big = float(np.max(np.abs(logits)))
   err = (scale * _gamma(facts.a.shape[1]) * float(np.max(facts.row_norms)) *
@@ -135,18 +201,17 @@ def check_infeasible(a, subset, y, mu, threshold: float,
   `a` is the matrix or its MatrixFacts.
   """
   facts = _facts(a)
-  a = facts.a
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
   mu = np.asarray(mu, np.float64)
-  n, d = a.shape
+  n, d = facts.a.shape
   if np.any(mu < 0) or mu[subset].any() or mu.sum() <= 0:
     return {"ok": False, "reason": "mu must be >= 0, zero on S, not all 0",
             "t_lower": -np.inf, "radius": 0.0}
   mu = mu / mu.sum()
-  a_s = a[subset]
-  x_par, q = linalg.rowspace(a_s, y)
-  v = a.T @ mu
+  a_s = facts.rows(subset)
+  x_par, q = facts.rowspace(subset, y)
+  v = facts.rmatvec(mu)
   v_perp = v - q @ (q.T @ v)
   # Rounding: v has error <= gamma_n |A|^T mu <= gamma_n col_absmax
   # (sum mu = 1); the projection adds at most ~d u cond(A_S) |v|
@@ -256,7 +321,8 @@ def _verify_dual(a, subset, y, mu, support, threshold):
   if support.size + m < d + 1:
     return fail(f"support of mu ({support.size}) + m < d + 1: M M^T would be "
                 "singular")
-  a_s, a_k = a[subset], a[support]
+  a_s = a[subset].astype(np.float64)
+  a_k = a[support].astype(np.float64)
   mu_k = mu[support] / mu[support].sum()
   lam = np.linalg.lstsq(a_s.T, a_k.T @ mu_k, rcond=None)[0]
   # M = [[A_S^T, -A_K^T], [0, 1^T]] is (d + 1) x (m + |K|), exact entries.
@@ -332,11 +398,11 @@ def check_unbounded(a, subset, x) -> dict:
   Trained heads with every row in one open half-space have such rays.
   """
   facts = _facts(a)
-  full, subset = facts.a, np.asarray(subset)
-  d = full.shape[1]
+  subset = np.asarray(subset)
+  d = facts.a.shape[1]
   fail = lambda reason: {"ok": False, "kind": "ray", "reason": reason}
-  a_s = full[subset]
-  q, _ = np.linalg.qr(a_s.T)
+  a_s = facts.rows(subset)
+  q, _ = facts.qr(subset)
   v = np.asarray(x, np.float64)
   v = v - q @ (q.T @ v)
   size = float(np.linalg.norm(v))
@@ -349,7 +415,7 @@ def check_unbounded(a, subset, x) -> dict:
   v_norm = float(np.linalg.norm(v))
   slack = _upper(_gamma(d) * facts.row_norms * v_norm +
                  facts.row_norms * float(np.linalg.norm(v_err)), d)
-  bound = full @ v + slack
+  bound = polish.matvec(facts.a, v) + slack
   bound[subset] = -np.inf
   worst = float(bound.max())
   return {"ok": bool(worst < 0.0), "kind": "ray", "ray_max_other": worst,
@@ -384,6 +450,8 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
                   ratio_rel_error=probs["ratio_rel_error"])
     cert["kind"] = "embedding"
     if cert["ok"]:
+      if not _facts(a).one_sided:  # No ray to look for (`one_sided`).
+        return "feasible", cert["t_upper"], cert
       ray = check_unbounded(a, subset, x)
       if ray["ok"]:  # Stronger: t* = -inf, not just below the threshold.
         cert.update(kind="embedding+ray", ray_max_other=ray["ray_max_other"])

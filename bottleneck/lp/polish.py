@@ -11,6 +11,9 @@ multipliers already name (most of) J:
   `vertex`: the primal vertex on the d + 1 - m rows of largest logit at x
     (one (d+1) x (d+1) solve): its max other logit is t* up to the rows
     guessed wrong, often enough to prove t* < threshold;
+  `basis`: the same vertex and, from the same LU factorization (the dual
+    system is its transpose), the dual point of that basis: when the
+    active rows are guessed right both are optimal (t* = y^T lam);
   `dual`: multipliers moved onto {mu >= 0, sum mu = 1, A_R^T mu in the row
     space of A_S} (an active-set projection), which the global dual
     certificate then encloses exactly.
@@ -33,10 +36,7 @@ def vertex(a, subset, y, x):
   a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
   subset = np.asarray(subset)
   d, m = a.shape[1], subset.size
-  logits = a @ np.asarray(x, np.float64)
-  logits[subset] = -np.inf
-  k = d + 1 - m
-  rows = np.argpartition(-logits, k - 1)[:k]
+  rows = _basis_rows(a, subset, x, d + 1 - m)
   system = np.zeros((d + 1, d + 1))
   system[:m, :d], system[m:, :d], system[m:, d] = a[subset], a[rows], -1.0
   rhs = np.zeros(d + 1)
@@ -48,8 +48,61 @@ def vertex(a, subset, y, x):
   return solution[:d] if np.all(np.isfinite(solution)) else None
 
 
+def _basis_rows(a, subset, x, k: int):
+  """The k rows outside S of largest logit at x (float64 products by row
+  block of a float32 or float64 A)."""
+  logits = matvec(a, x)
+  logits[subset] = -np.inf
+  return np.argpartition(-logits, k - 1)[:k]
+
+
+def matvec(a, x) -> np.ndarray:
+  """A x in float64 without a float64 copy of a float32 A (8192-row
+  blocks; a float64 A is used as it is)."""
+  x = np.asarray(x, np.float64)
+  if a.dtype == np.float64:
+    return a @ x
+  return np.concatenate([a[i:i + 8192].astype(np.float64) @ x
+                         for i in range(0, a.shape[0], 8192)])
+
+
+def basis(a, subset, y, x):
+  """(x_v, mu) of the basis {S, J}, J = the d + 1 - m rows of largest
+  logit at x: the primal vertex A_S x_v = y, a_j x_v = t_v (j in J) and the
+  dual point A_S^T lam = A_J^T mu_J, sum mu_J = 1 (mu as an [N] vector,
+  None unless mu_J >= 0), one LU for both. None, None if singular."""
+  import scipy.linalg  # pylint: disable=g-import-not-at-top
+  a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
+  subset = np.asarray(subset)
+  d, m = a.shape[1], subset.size
+  rows = _basis_rows(a, subset, x, d + 1 - m)
+  system = np.zeros((d + 1, d + 1))
+  system[:m, :d], system[m:, :d], system[m:, d] = a[subset], a[rows], -1.0
+  rhs = np.zeros(d + 1)
+  rhs[:m] = y
+  try:
+    lu = scipy.linalg.lu_factor(system, check_finite=False)
+  except (ValueError, np.linalg.LinAlgError):
+    return None, None
+  if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0:
+    return None, None
+  primal = scipy.linalg.lu_solve(lu, rhs, check_finite=False)
+  # Dual: system^T [lam; -mu_J] = (0_d, -1): rows d of the transposed
+  # system are A_S^T lam + A_J^T (-mu_J) = 0 and -sum(-mu_J) ... = 1.
+  e = np.zeros(d + 1)
+  e[d] = 1.0
+  dual_sol = scipy.linalg.lu_solve(lu, e, trans=1, check_finite=False)
+  mu_j = -dual_sol[m:]
+  mu = None
+  if np.all(np.isfinite(mu_j)) and np.all(mu_j >= 0) and mu_j.sum() > 0:
+    mu = np.zeros(a.shape[0])
+    mu[rows] = mu_j / mu_j.sum()
+  x_v = primal[:d] if np.all(np.isfinite(primal)) else None
+  return x_v, mu
+
+
 def dual(a, subset, mu, x=None, support_factor: float = 2.0,
-           rounds: int = 30):  # pylint: disable=too-many-locals
+         rounds: int = 30):  # pylint: disable=too-many-locals
   """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
 
   Projects mu onto {mu_K >= 0, sum mu_K = 1, P_perp A_K^T mu_K = 0} by an
@@ -58,8 +111,13 @@ def dual(a, subset, mu, x=None, support_factor: float = 2.0,
   dual bound). A dual vertex has d - m + 1 active rows, so the support K
   holds support_factor * (d - m + 1) rows: those where mu > 0, filled up with
   the rows of largest logit at `x` (the solver's best primal point, whose
-  active rows carry the optimal multipliers).
+  active rows carry the optimal multipliers). The constraints are written
+  in null-space coordinates, B = [Z^T A_K^T; 1^T] with Z an orthonormal
+  basis of null(A_S): (d - m + 1) rows of full rank, so their Gram matrix
+  is positive definite; it is formed once and downdated as rows leave K.
   """
+  import scipy.linalg  # pylint: disable=g-import-not-at-top
+  facts = a if hasattr(a, "qr") else None
   a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
   subset = np.asarray(subset)
   n, d = a.shape
@@ -68,32 +126,36 @@ def dual(a, subset, mu, x=None, support_factor: float = 2.0,
   k = min(n - subset.size, int(support_factor * (d - subset.size + 1)))
   rank = mu0.copy()
   if x is not None:  # Fill with active rows: below every positive mu.
-    logits = a @ np.asarray(x, np.float64)
+    logits = matvec(a, x)
     logits[subset] = -np.inf
     order = np.argsort(-logits)
     rank[order] = np.where(mu0[order] > 0, mu0[order], 0) - 1.0 - np.arange(
         n) / n
     rank[subset] = -np.inf
   support = np.argsort(-rank)[:k]
-  _, q = linalg.rowspace(a[subset], np.zeros(subset.size))
+  z = facts.null_basis(subset) if facts is not None else np.linalg.qr(
+      a[subset].astype(np.float64).T, mode="complete")[0][:, subset.size:]
+  b = np.vstack([z.T @ a[support].astype(np.float64).T,
+                 np.ones((1, support.size))])
+  gram = b @ b.T
+  target = np.zeros(b.shape[0])
+  target[-1] = 1.0
+  keep = np.ones(support.size, bool)
   for _ in range(rounds):
-    a_k = a[support]
-    b = np.vstack([a_k.T - q @ (q.T @ a_k.T), np.ones((1, support.size))])
-    target = np.zeros(b.shape[0])
-    target[-1] = 1.0
-    # Minimum-norm correction b^T (b b^T)^{-1} r via the small Gram matrix
-    # (d + 1 square); lstsq's SVD of the d x k block is ~10x slower.
-    gram = b @ b.T
-    r = target - b @ mu0[support]
+    b_k = b[:, keep]
+    # Minimum-norm correction b^T (b b^T)^{-1} r via the (d + 1)^2 Gram.
+    r = target - b_k @ mu0[support[keep]]
     try:
-      corr = b.T @ np.linalg.solve(gram, r)
-    except np.linalg.LinAlgError:
-      corr = np.linalg.lstsq(b, r, rcond=None)[0]
-    mu_k = mu0[support] + corr
-    if np.all(mu_k >= 0) or support.size <= 1:
+      corr = b_k.T @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(
+          gram, check_finite=False), r, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+      corr = np.linalg.lstsq(b_k, r, rcond=None)[0]
+    mu_k = mu0[support[keep]] + corr
+    if np.all(mu_k >= 0) or keep.sum() <= b.shape[0]:
       break
-    keep = mu_k > 0
-    support, mu_k = support[keep], mu_k[keep]
+    drop = np.flatnonzero(keep)[mu_k <= 0]
+    gram = gram - b[:, drop] @ b[:, drop].T  # Rows leave K: downdate.
+    keep[drop] = False
   out = np.zeros(n)
-  out[support] = np.clip(mu_k, 0.0, None)
+  out[support[keep]] = np.clip(mu_k, 0.0, None)
   return out

@@ -87,13 +87,15 @@ class Finished(NamedTuple):
   index: int  # Position of the instance in the input list.
   claim: str  # admm.STATUS_NAMES of the final status.
   x_rot: np.ndarray  # [d] best primal candidate (solver basis).
-  mu: np.ndarray  # [N] best multipliers candidate.
+  mu: np.ndarray  # [N] best multipliers candidate (0 off its W).
   iterations: int  # Iterations the instance ran.
   decided: object = None  # What `decide` returned, if it released the slot.
 
 
-# decide(index, x_rot [d], u [N], age) -> a verdict object, or None to go on.
-Decide = Callable[[int, np.ndarray, np.ndarray, int], object]
+# decide(index, x_rot [d], u [N] (the dual iterate; 0 off the instance's
+# working set), t (the solver's running estimate of t*), age) -> a verdict
+# object, or None to go on.
+Decide = Callable[[int, np.ndarray, np.ndarray, float, int], object]
 
 
 def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
@@ -134,13 +136,15 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     finished = [i for i, j in enumerate(slots)
                 if j >= 0 and status[i] != admm.RUNNING]
     if finished:
-      x_rot, mu = jax.device_get((state.x_cert, state.mu_cert))
+      x_rot, mu, mu_idx = jax.device_get((state.x_cert, state.mu_cert,
+                                          state.mu_idx))
     for i in finished:
       yield Finished(slots[i], admm.STATUS_NAMES[int(status[i])], x_rot[i],
-                     mu[i], int(decided[i] - started[i]))
+                     admm.multipliers(n, mu[i], mu_idx[i]),
+                     int(decided[i] - started[i]))
     if decide is not None:
       finished += yield from _offer(decide, state, slots, status,
-                                    now - started, next_check)
+                                    now - started, next_check, n)
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
@@ -177,20 +181,22 @@ def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
 
 
 def _offer(decide: Decide, state: admm.State, slots, status, ages,
-           next_check):
+           next_check, n_rows: int):
   """Offers the due running slots to `decide`; yields what it settles and
   returns those slots (their next offers are scheduled at twice the age)."""
   due = [i for i, j in enumerate(slots) if j >= 0 and
          status[i] == admm.RUNNING and ages[i] >= next_check[i]]
   if not due:
     return []
-  x, u = jax.device_get((state.x, state.u))
+  x, u, idx, t = jax.device_get((state.x, state.work.u, state.rows.idx,
+                                  state.t))
   released = []
   for i in due:
-    verdict = decide(slots[i], x[i], u[i], int(ages[i]))
+    u_i = admm.multipliers(n_rows, u[i], idx[i])
+    verdict = decide(slots[i], x[i], u_i, float(t[i]), int(ages[i]))
     if verdict is None:
       next_check[i] = 2 * ages[i]
       continue
     released.append(i)
-    yield Finished(slots[i], "decided", x[i], u[i], int(ages[i]), verdict)
+    yield Finished(slots[i], "decided", x[i], u_i, int(ages[i]), verdict)
   return released
