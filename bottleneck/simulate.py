@@ -158,8 +158,22 @@ def _chunk_fn(N, d, m_values, method, mesh):
                  out_shardings=(out, out))
 
 
+INT32_MAX = 2**31 - 1  # Row indices and counts are int32 on device.
+
+
+def trial_bytes(N: int, d: int, m_max: int, n_m: int, method: str) -> int:
+  """Peak bytes one trial of a chunk holds (measured at 50257 x 768, m up
+  to 36: about 60 MB projected, 47 MB matrix, XLA temporaries included)."""
+  if method == "projected":
+    return 9 * 4 * N * m_max + 4 * d * m_max
+  return 4 * 4 * _block_rows(N) * d + 8 * N * n_m
+
+
 def check_args(N, d, m_values, trials, method="matrix", chunk=1):
   N, d = checks.positive_int("N", N), checks.positive_int("d", d)
+  if N > INT32_MAX:
+    raise ValueError(f"`N` must be at most {INT32_MAX} (int32 row indices on "
+                     f"device); got {N}.")
   checks.positive_int("trials", trials)
   checks.positive_int("chunk", chunk)
   checks.one_of("method", method, METHODS)
@@ -177,19 +191,25 @@ def simulate(N: int, d: int, m_values, trials: int, seed: int = 0,
              progress: bool = False) -> Simulation:
   """Runs `trials` Monte-Carlo trials for every m in `m_values`.
 
-  chunk: trials per jitted call (rounded up to a multiple of the device
-    count); default keeps one ROW_BLOCK x d block per trial under ~1 GB.
+  chunk: trials per jitted call (at most `trials`, rounded up to a
+    multiple of the device count); default: as many as fit in a quarter of
+    the available memory, at most 1 GiB (`trial_bytes` per trial). Sizes
+    whose single trial cannot fit are refused with the estimate.
   devices: devices to shard the trial axis over (default: all).
   """
   N, d, m_values = check_args(N, d, m_values, trials, method,
                               1 if chunk is None else chunk)
   mesh = sharding.batch_mesh(devices)
   n_dev = mesh.devices.size
+  per_trial = trial_bytes(N, d, max(m_values), len(m_values), method)
   if chunk is None:
-    per_trial = 4 * (_block_rows(N) * d if method == "matrix"
-                     else N * max(m_values))
-    chunk = max(1, min(trials, (1 << 30) // per_trial))
-  chunk = sharding.round_up(chunk, n_dev)
+    budget = min(1 << 30, (checks.memory_bytes() or 4 << 30) // 4)
+    chunk = max(1, min(trials, budget // per_trial))
+  chunk = sharding.round_up(min(chunk, trials), n_dev)
+  checks.fits_in_memory(
+      chunk * per_trial, f"the simulation ({chunk} trials of {N} x {d} at "
+      f"once, method {method})", "Lower `chunk`, `N` or the largest `m`" + (
+          ", or use method=projected." if method == "matrix" else "."))
   fn = _chunk_fn(N, d, m_values, method, mesh)
   base = jax.random.key(seed)
   n_chunks = -(-trials // chunk)

@@ -16,6 +16,7 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from typing import NamedTuple
@@ -24,7 +25,7 @@ import numpy as np
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import admm, certificates, exact, polish, stream
+from bottleneck.lp import admm, bracket, certificates, polish, records, stream
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
@@ -35,7 +36,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           batch: int = 32, exact_fallback: bool = False, delta: float = 0.1,
           devices=None, progress: bool = False, m_pad: int | None = None,
           policy: certificates.Policy = certificates.Policy(),
-          first_check: int | None = 100) -> list[dict]:
+          first_check: int | None = 100, objective: str = "decide",
+          tolerance: float = 1e-6, working_set: int | None = None
+          ) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
 
   `batch` slots iterate together with continuous batching (lp.stream). One
@@ -49,23 +52,49 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   Instances enter the slots in a fixed pseudo-random order: a sweep listed
   by m would otherwise run its easy small-m instances first (an ETA that
   is far too short) and bunch the transition band's slow ones together.
+
+  objective 'solve': each instance runs until a certified bracket on t*
+  is within `tolerance` (relative; bottleneck.lp.bracket), or -inf with a
+  ray; `lower_bound` / `upper_bound` are then t* to that tolerance and the
+  margin is the optimum's. `working_set`: rows per instance iterated
+  explicitly (None: admm.working_set_size's choice).
   """
   if not instances:
     return []
   checks.positive_int("batch", batch)
   if first_check is not None:
     checks.positive_int("first_check", first_check)
+  checks.one_of("objective", objective, admm.OBJECTIVES)
+  checks.open_interval("tolerance", tolerance, 0.0, np.inf)
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
+  a = records.power_of_two_scaled(a)
   facts = certificates.MatrixFacts(a)  # float64 products by row blocks.
   d = a.shape[1]
   m_pad = max([it.subset.size for it in instances] + [m_pad or 0])
   if m_pad >= d:
     raise ValueError(f"`m` must be < d = {d} (A_S needs full row rank); got "
                      f"{m_pad}.")
-  for it in instances:  # Full row rank of A_S (else no x prescribes y_S).
-    if np.linalg.matrix_rank(facts.rows(it.subset)) < it.subset.size:
-      raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
-                       "matrix are linearly dependent (A_S rank-deficient).")
+  repeated = records.check_subsets(facts, instances)
+  if repeated:  # Identical rows in a subset: solved on A without repeats.
+    again = functools.partial(
+        solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
+        delta=delta, devices=devices, policy=policy, first_check=first_check,
+        objective=objective, tolerance=tolerance, working_set=working_set)
+    plain = [k for k in range(len(instances)) if k not in set(repeated)]
+    details = dict(zip(plain, again(a, [instances[k] for k in plain],
+                                    progress=progress, m_pad=m_pad)))
+    for k in repeated:
+      details[k] = records.solve_repeated(
+          lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k])
+    return [details[k] for k in range(len(instances))]
+  if working_set is not None and not (
+      m_pad <= working_set <= a.shape[0] - m_pad):
+    raise ValueError(f"`working_set` must be in [m = {m_pad}, N - m = "
+                     f"{a.shape[0] - m_pad}]; got {working_set}.")
+  settings = dataclasses.replace(settings, objective=objective,
+                                 working_set=working_set or 0)
+  if objective == "solve" and first_check is None:
+    first_check = 100  # Solve mode is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   shared, basis = admm.prepare(a)
@@ -75,6 +104,17 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   early = dataclasses.replace(policy, support_factors=policy.support_factors[
       :1])  # Mid-run: the first support only (a failed try costs little).
+
+  def solved(index, x_rot, u, t, age):  # Solve mode: a closed bracket.
+    del t
+    start = time.perf_counter()
+    inst = queue[index]
+    lo, up, ev = bracket.bracket(facts, inst.subset, inst.y,
+                                 admm.to_original(basis, x_rot), u)
+    if not bracket.closed(lo, up, tolerance):
+      return None
+    return records.bracketed(facts, inst, lo, up, ev, age, start, delta,
+                             policy, tolerance)
 
   def decide(index, x_rot, u, t, age):  # Host checks of a running instance.
     start = time.perf_counter()
@@ -88,88 +128,52 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
       if x_v is not None and certificates.check_feasible(
           facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
-        out = _verify(facts, inst, "feasible", x_v, None, early, delta)
+        out = records.verify(facts, inst, "feasible", x_v, None, early,
+                             delta)
         if out[0] != "undecided":
-          return _detail(inst, *out, "admm", age, start)
+          return records.detail(inst, *out, "admm", age, start)
       if mu_v is not None:
         cert = certificates.check_infeasible_global(
             facts, inst.subset, inst.y, mu_v, inst.threshold)
         if cert["ok"]:
-          return _detail(inst, "infeasible", cert["t_lower"], cert, "admm",
-                         age, start)
-    out = _verify(facts, inst, "infeasible", x, u, early, delta)
-    return None if out[0] == "undecided" else _detail(inst, *out, "admm",
-                                                      age, start)
+          return records.detail(inst, "infeasible", cert["t_lower"], cert,
+                                "admm", age, start)
+    out = records.verify(facts, inst, "infeasible", x, u, early, delta)
+    return None if out[0] == "undecided" else records.detail(
+        inst, *out, "admm", age, start)
+
+  def verify(index, claim, x_rot, mu):  # An in-loop nomination, at once.
+    start = time.perf_counter()
+    inst = queue[index]
+    out = records.verify(facts, inst, claim, admm.to_original(basis, x_rot),
+                         mu, policy, delta)
+    return None if out[0] == "undecided" else records.detail(
+        inst, *out, "admm", 0, start)
 
   runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
-                    decide if first_check else None, first_check or 100)
+                    (solved if objective == "solve" else decide)
+                    if first_check else None, first_check or 100,
+                    verify=verify if objective == "decide" else None)
+  cost = records.CostModel([it.subset.size for it in queue])
   for done, out in enumerate(runs, start=1):
-    details[order[out.index]] = out.decided or _decide(
-        facts, queue[out.index], out.claim,
-        admm.to_original(basis, out.x_rot), out.mu, out.iterations, policy,
-        delta, exact_fallback)
-    if meter:
-      meter.update(done)
-  return details
-
-
-def _decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
-            exact_fallback) -> dict:
-  """Checks one instance's candidate certificate (HiGHS if undecided).
-
-  `certificate` says which kind of evidence was checked ('embedding',
-  'global', 'ray', 'twin_rows', or 'ball': the weaker, ball-restricted dual
-  bound reported for an undecided instance); `_detail` turns the bound it
-  proves into `lower_bound` / `upper_bound` on t*.
-  """
-  start = time.perf_counter()
-  verdict, bound, cert = _verify(facts, inst, claim, x, mu, policy, delta)
-  source = "admm"
-  if verdict == "undecided" and exact_fallback:
-    sol = exact.solve(np.asarray(facts.a, np.float64), inst.subset, inst.y)
-    source = "highs"
-    if sol["status"] == "Unbounded" and sol["ray"] is not None:
-      cert = certificates.check_unbounded(facts, inst.subset, sol["ray"])
-      cert.pop("ray")
-      verdict, bound = (("feasible", -np.inf) if cert["ok"] else
-                        ("undecided", float("nan")))
-    elif sol["status"] != "Optimal":
-      verdict, bound, cert = "undecided", float("nan"), {"ok": False}
+    cost.finished(out.index, out.iterations)
+    inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
+    if out.decided:
+      details[order[out.index]] = dict(out.decided,
+                                       iterations=out.iterations)
+    elif objective == "solve":  # Capped: the bracket it holds, unclosed.
+      start = time.perf_counter()
+      lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, out.mu)
+      details[order[out.index]] = records.bracketed(
+          facts, inst, lo, up, ev, out.iterations, start, delta, policy,
+          tolerance)
     else:
-      claim = "feasible" if sol["t"] < inst.threshold else "infeasible"
-      verdict, bound, cert = _verify(facts, inst, claim, sol["x"],
-                                     sol["mu"], policy, delta)
-      cert["highs_t"] = sol["t"]
-  return _detail(inst, verdict, bound, cert, source, iterations, start)
-
-
-def _detail(inst: Instance, verdict, bound, cert, source, iterations,
-            start) -> dict:
-  """One instance's record. The solver stops as soon as a side is proved,
-  so t* is reported as certified bounds, not an optimum: `upper_bound`
-  (FEASIBLE: the largest other logit at the certified embedding; -inf with
-  a ray, where t* = -inf exactly), `lower_bound` (INFEASIBLE: the verified
-  dual value); NaN where nothing was proved."""
-  nan = float("nan")
-  upper = bound if verdict == "feasible" else nan
-  lower = (bound if verdict == "infeasible" else
-           -np.inf if upper == -np.inf else nan)
-  return {"subset": inst.subset.tolist(), "verdict": verdict,
-          "lower_bound": lower, "upper_bound": upper,
-          "margin": cert.get("margin"),
-          "certificate_ok": bool(cert.get("ok", False)),
-          "certificate": cert.get("kind"), "source": source,
-          "iterations": iterations,
-          "radius_over_x_par": cert.get("radius_over_x_par"),
-          "rest_mass": cert.get("rest_mass"),
-          "verify_seconds": time.perf_counter() - start}
-
-
-def _verify(facts, inst: Instance, claim, x, mu, policy, delta):
-  """certificates.verify on one instance (mu may be a raw dual iterate:
-  verify clips it to >= 0 and zeroes it on S)."""
-  return certificates.verify(facts, inst.subset, inst.y, inst.threshold,
-                             claim, x, mu, policy, inst.p, inst.scale, delta)
+      details[order[out.index]] = records.decide(
+          facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
+          exact_fallback)
+    if meter:
+      meter.update(done, cost.eta())
+  return details
 
 
 def summarize(m_values, details_per_m, problem: str | None = None
@@ -184,7 +188,16 @@ def summarize(m_values, details_per_m, problem: str | None = None
   for m, details in zip(m_values, details_per_m):
     counts = {v: sum(x["verdict"] == v for x in details)
               for v in ("feasible", "infeasible", "undecided")}
-    decided = counts["feasible"] + counts["infeasible"]
+    decided = counts["feasible"] + counts["infeasible"]  # Before t* stats.
+    solve = [x for x in details if "bracket_closed" in x]
+    if solve:  # Solve mode: the distribution of t* (closed brackets).
+      t_star = np.array([x["upper_bound"] for x in solve
+                         if x["bracket_closed"]])
+      q = (lambda p: float(np.quantile(t_star, p))) if t_star.size else (
+          lambda p: float("nan"))
+      counts.update(t_star_q10=q(0.1), t_star_median=q(0.5),
+                    t_star_q90=q(0.9),
+                    unclosed=sum(not x["bracket_closed"] for x in solve))
     out.append({**({"problem": problem} if problem else {}), "m": m,
                 "trials": len(details), **counts,
                 "fraction": counts["feasible"] / len(details),

@@ -12,6 +12,10 @@ _FLAG = "--xla_force_host_platform_device_count=8"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG)
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Every saved figure must have labels, a title and (with several series) a
+# legend: bottleneck.io.plots.save raises otherwise (binaries and notebook
+# kernels started by the tests inherit this).
+os.environ["BOTTLENECK_STRICT_FIGURES"] = "1"
 # pytest -n 2 runs two test processes (and their binaries, notebook kernels)
 # side by side: OpenBLAS threads of two processes spinning on 2 cores made
 # numpy-heavy tests up to 10x slower (colab 06's gradient cell: 10 s alone,

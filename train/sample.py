@@ -37,6 +37,11 @@ def main(argv):
   from train.training import completions  # pylint: disable=g-import-not-at-top
   if not FLAGS.workdir:
     raise ValueError("`workdir` is required.")
+  if FLAGS.story_completion and FLAGS.prompt is not None:
+    raise ValueError("give one of `prompt` and `story_completion`.")
+  if FLAGS.out:
+    cli.output_file("out", FLAGS.out)
+  cli.check_seed("seed", FLAGS.seed)
   workdirs = FLAGS.workdir.split(",")
   sampling = dict(temperature=FLAGS.temperature, top_k=FLAGS.top_k,
                   top_p=FLAGS.top_p, seed=FLAGS.seed)

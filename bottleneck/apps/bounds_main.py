@@ -25,6 +25,8 @@ def define_flags():
 def main(argv):
   del argv
   f = flags.FLAGS
+  if f.plot:
+    cli.output_file("plot", f.plot)
   if (f.N is None) != (f.d is None):
     raise ValueError("`N` and `d` must be given together (or neither).")
   rows = (models.lookup(f.models) if f.N is None else

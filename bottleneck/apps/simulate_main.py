@@ -28,6 +28,9 @@ def define_flags():
 def main(argv):
   del argv
   f = flags.FLAGS
+  cli.check_seed("seed", f.seed)
+  if f.plot:
+    cli.output_file("plot", f.plot)
   m_values = cli.parse_int_list("m", f.m)
   sim = simulate.simulate(f.N, f.d, m_values, f.trials, f.seed, f.method,
                           f.chunk, progress=True)

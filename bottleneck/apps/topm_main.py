@@ -19,7 +19,7 @@ from bottleneck.lp import admm
 def define_flags():
   flags.DEFINE_string("matrix", "random", "random | npy:PATH[:KEY] | "
                       "safetensors:PATH[:TENSOR] | hf:DIR | gguf:PATH | "
-                      "smollm2 | minilm")
+                      "smollm2 | gemma3 | minilm")
   flags.DEFINE_integer("N", 4096, "Rows of a random matrix.")
   flags.DEFINE_integer("d", 256, "Columns of a random matrix.")
   flags.DEFINE_string("m", "20..60:10", "m values: '28', '10,20', '5..150:5'.")
@@ -41,6 +41,13 @@ def define_flags():
                        "only the solver's own in-loop verdicts).")
   flags.DEFINE_bool("exact_fallback", False, "Settle undecided instances "
                     "with HiGHS (certified the same way).")
+  flags.DEFINE_enum("objective", "decide", ["decide", "solve"],
+                    "decide: stop at the first side of the threshold proved; "
+                    "solve: t* to --tolerance with a certified bracket.")
+  flags.DEFINE_float("tolerance", 1e-6, "Relative width of the certified "
+                     "bracket on t* (--objective=solve).")
+  flags.DEFINE_integer("working_set", None, "Rows per instance iterated "
+                       "explicitly (default: all, or ~1.25 d when N > 32 d).")
   flags.DEFINE_enum("format", "json", cli.FORMATS, "Output format.")
   flags.DEFINE_string("plot", None, "Write the curve(s) to this PNG.")
 
@@ -48,7 +55,14 @@ def define_flags():
 def main(argv):
   del argv
   f = flags.FLAGS
-  mat = matrices.load(f.matrix, f.N, f.d, f.seed)
+  cli.check_seed("seed", f.seed)
+  if f.plot:
+    cli.output_file("plot", f.plot)
+  if not f.tolerance > 0:
+    raise ValueError(f"`tolerance` must be > 0; got {f.tolerance}.")
+  if f.targets and "natural" not in f.problem:
+    raise ValueError("`targets` is only read by --problem=natural; got "
+                     f"--problem={','.join(f.problem)}.")
   m_values = cli.parse_int_list("m", f.m)
   subsets = targets = None
   trials = f.trials
@@ -61,6 +75,13 @@ def main(argv):
       raise ValueError(f"`m` ({f.m}) must be the width of `subsets` "
                        f"({subsets.shape[1]}), or left out.")
     m_values, trials = [subsets.shape[1]], subsets.shape[0]
+  if f.matrix == "random" and max(m_values) >= min(f.N, f.d):
+    raise ValueError(f"`m` must be < min(N, d) = {min(f.N, f.d)} (A_S needs "
+                     f"full row rank); got {max(m_values)}.")
+  mat = matrices.load(f.matrix, f.N, f.d, f.seed)
+  if max(m_values) >= min(mat.array.shape):
+    raise ValueError(f"`m` must be < min(N, d) = {min(mat.array.shape)} for "
+                     f"{mat.name}; got {max(m_values)}.")
   for problem in f.problem:
     if problem not in topm.PROBLEMS:
       raise ValueError(f"`problem` must be a comma list of "
@@ -74,13 +95,17 @@ def main(argv):
                        f.eps, f.delta, targets, subsets,
                        settings=admm.Settings(max_iters=f.max_iters),
                        batch=f.batch, exact_fallback=f.exact_fallback,
-                       first_check=f.first_check or None, progress=True)
+                       first_check=f.first_check or None, progress=True,
+                       objective=f.objective, tolerance=f.tolerance,
+                       working_set=f.working_set)
   records = [r for recs in curves.values() for r in recs]
   if f.format == "json":
     print(cli.to_json(records))
   else:
     cols = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
-            "fraction_upper"]
+            "fraction_upper"] + (["t_star_q10", "t_star_median", "t_star_q90",
+                                  "unclosed"] if f.objective == "solve"
+                                 else [])
     print(cli.format_records(records, f.format, ["problem"] * (
         len(curves) > 1) + cols))
   if f.plot:

@@ -201,7 +201,8 @@ def persistent_compile_cache() -> str | None:
 def run_binary(main, define_flags) -> None:
   """absl entry point: defines flags, runs `main`, turns bad input into
   'error: ...' on stderr with exit status 2 (no traceback); a run that
-  stops on non-finite numbers (FloatingPointError) exits with status 3."""
+  stops on non-finite numbers (FloatingPointError) exits with status 3;
+  Ctrl-C prints one line and exits with status 130."""
   from absl import app, logging  # pylint: disable=g-import-not-at-top
 
   def wrapped(argv):
@@ -209,9 +210,19 @@ def run_binary(main, define_flags) -> None:
       logging.set_verbosity(logging.WARNING)
     persistent_compile_cache()
     try:
+      if len(argv) > 1:  # absl leaves what is not a flag in argv.
+        raise ValueError(f"unexpected argument(s) {argv[1:]}: every input "
+                         "is a flag, --name=value (see --help).")
       return main(argv)
     except ValueError as e:
       sys.stderr.write(f"error: {e}\n")
+      sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback.
+      sys.stderr.write("interrupted\n")
+      sys.exit(130)
+    except OSError as e:  # A file a flag names (e.g. --config) is unusable.
+      lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+      sys.stderr.write(f"error: {lines[-1] if lines else e}\n")
       sys.exit(2)
     except FloatingPointError as e:
       sys.stderr.write(f"error: {e}\n")
@@ -228,6 +239,9 @@ def run_binary(main, define_flags) -> None:
     except (AttributeError, KeyError) as e:  # --config.NAME=... overrides.
       message = (f"a --config.* flag names a field the config does not "
                  f"have: {e}")
+    except OSError as e:  # A --config file that cannot be read.
+      lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+      message = f"a --config file could not be loaded: {lines[-1]}"
     sys.stderr.write(f"error: {message}\n")
     sys.exit(2)
 
@@ -264,14 +278,17 @@ class Progress:
     self.start = time.perf_counter()
     self._last = -float("inf")
 
-  def update(self, done: int) -> None:
+  def update(self, done: int, eta: float | None = None) -> None:
+    """`eta`: the caller's own estimate of the seconds left (else the
+    linear extrapolation of the time per item)."""
     now = time.perf_counter()
     interval = max(self.min_interval_s, 0.02 * (now - self.start))
     if done < self.total and now - self._last < interval:
       return  # Intervals grow with the run: ~200 lines in an hour.
     self._last = now
     elapsed = now - self.start
-    eta = elapsed / done * (self.total - done) if done else float("nan")
+    if eta is None:
+      eta = elapsed / done * (self.total - done) if done else float("nan")
     self.stream.write(
         f"{self.label} {done}/{self.total} ({100.0 * done / self.total:.0f}%)"
         f" elapsed {elapsed:.1f}s ETA {eta:.1f}s\n")

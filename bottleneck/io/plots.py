@@ -14,7 +14,37 @@ _FORM_STYLE = {"exact": ("C4", "--", "Cor. 1, exact form"),
                "rowspace_exact": ("k", "-.", "row-space exact law (ours)")}
 
 
+def unlabelled(fig) -> list[str]:
+  """What a reader would miss: axes with data but no x / y label or no
+  title (the figure's suptitle counts), and several labelled lines without
+  a legend. Axes turned off (drawings) are skipped."""
+  issues = []
+  suptitle = fig._suptitle.get_text() if fig._suptitle else ""  # pylint: disable=protected-access
+  for i, ax in enumerate(fig.axes):
+    if not ax.axison or not (ax.lines or ax.collections or ax.patches or
+                             ax.images):
+      continue
+    for what, text in (("x label", ax.get_xlabel()),
+                       ("y label", ax.get_ylabel()),
+                       ("title", ax.get_title() or suptitle)):
+      if not text.strip():
+        issues.append(f"axis {i} has no {what}")
+    labelled = [h for h in ax.get_lines() + ax.collections
+                if not h.get_label().startswith("_")]
+    if len(labelled) > 1 and ax.get_legend() is None:
+      issues.append(f"axis {i} has {len(labelled)} labelled series and no "
+                    "legend")
+  return issues
+
+
 def save(fig, path: str) -> str:
+  """Writes a PNG. With BOTTLENECK_STRICT_FIGURES=1 (the tests set it) an
+  axis without labels, title or legend (`unlabelled`) is an error."""
+  if os.environ.get("BOTTLENECK_STRICT_FIGURES") == "1":
+    issues = unlabelled(fig)
+    if issues:
+      plt.close(fig)
+      raise ValueError(f"figure {path}: {'; '.join(issues)}.")
   directory = os.path.dirname(path)
   if directory:
     os.makedirs(directory, exist_ok=True)
@@ -175,15 +205,20 @@ def topm_panels(panels: dict, threshold: float = 0.99):
   return fig
 
 
-def sweep_fit(x, m_star, xlabel: str, slope=None, title: str = ""):
-  """Figure 3: LP m* against d (or N), with the fitted line m = slope * x."""
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  ax.plot(x, m_star, "o-", color="C0", label="LP m* (P >= 0.99)")
+def sweep_fit(x, m_star, xlabel: str, slope=None, title: str = "",
+              bound=None):
+  """Figure 3: LP m* against d (or N), with the fitted line m* = slope x
+  and the closed-form m* of the same sizes (`bound`: a list, one per x)."""
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  ax.plot(x, m_star, "o-", color="C0", label="LP m* (fraction >= 0.99)")
+  if bound is not None:
+    ax.plot(x, bound, "s:", color="C4", label="Cor. 1 closed form m*")
   if slope is not None:
     xs = np.linspace(0, max(x), 50)
-    ax.plot(xs, slope * xs, "--", color="C3", label=f"m = {slope:.3f} x")
+    ax.plot(xs, slope * xs, "--", color="C3",
+            label=f"fit m* = {slope:.3f} {xlabel.split()[0]}")
   ax.set_xlabel(xlabel)
-  ax.set_ylabel("m*")
-  ax.set_title(title)
+  ax.set_ylabel("m* (largest selectable m)")
+  ax.set_title(title or f"Figure 3: m* against {xlabel.split()[0]}")
   ax.legend(fontsize=7)
   return fig

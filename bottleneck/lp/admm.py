@@ -63,6 +63,7 @@ import numpy as np
 from bottleneck import checks, linalg
 
 RUNNING, FEASIBLE, INFEASIBLE, MAX_ITER = 0, 1, 2, 3
+OBJECTIVES = ("decide", "solve")
 STATUS_NAMES = {RUNNING: "running", FEASIBLE: "feasible",
                 INFEASIBLE: "infeasible", MAX_ITER: "undecided"}
 
@@ -85,10 +86,15 @@ class Settings:
   # iterations.
   working_set: int = 0
   scan_every: int = 10
+  # 'decide': stop at the first side of the threshold proved; 'solve': the
+  # in-loop checks only record candidates, instances run until the host
+  # certifies a bracket on t* (bottleneck.lp.bracket) or max_iters.
+  objective: str = "decide"
 
   def __post_init__(self):  # Bad settings would hang or NaN inside the loop.
     for name in ("max_iters", "check_every", "adapt_every", "scan_every"):
       checks.positive_int(name, getattr(self, name))
+    checks.one_of("objective", self.objective, OBJECTIVES)
     if not isinstance(self.working_set, int) or self.working_set < 0:
       raise ValueError(f"`working_set` must be an integer >= 0 (0 = auto); "
                        f"got {self.working_set!r}.")
@@ -285,6 +291,9 @@ class State(NamedTuple):
   status: jax.Array  # [B] int32: RUNNING / FEASIBLE / INFEASIBLE / MAX_ITER
   started_at: jax.Array  # [B] int32 global iteration the instance started.
   decided_at: jax.Array  # [B] int32 global iteration of the verdict.
+  # [B] int32: no in-loop nomination before this global iteration (set
+  # when the host rejected one and resumed the instance).
+  quiet_until: jax.Array
   x_cert: jax.Array  # [B, d] candidate primal certificate (rotated basis).
   mu_cert: jax.Array  # [B, K] candidate multipliers (sum 1) on rows
   mu_idx: jax.Array  # [B, K] mu_idx (the W they were found on).
@@ -318,6 +327,7 @@ def init(shared: Shared, problem: Problem, s: Settings) -> State:
       work=work, factors=factors, iteration=jnp.zeros((), jnp.int32),
       status=jnp.zeros(bsz, jnp.int32), started_at=jnp.zeros(bsz, jnp.int32),
       decided_at=jnp.zeros(bsz, jnp.int32),
+      quiet_until=jnp.zeros(bsz, jnp.int32),
       x_cert=jnp.zeros((bsz, d), dtype), mu_cert=jnp.zeros((bsz, k), dtype),
       mu_idx=rows.idx, t_upper=jnp.full(bsz, jnp.inf, dtype),
       t_lower=jnp.full(bsz, -jnp.inf, dtype))
@@ -424,22 +434,27 @@ def update(shared: Shared, state: State, s: Settings) -> State:
   it = state.iteration + 1
   state = state._replace(x=x, t=t, u_s=u_s, work=work, iteration=it)
   state = jax.lax.cond(it % s.check_every == 0,
-                       lambda st: _check_all(shared, st), lambda st: st,
+                       lambda st: _check_all(shared, st, s), lambda st: st,
                        state)
   state = jax.lax.cond(it % s.scan_every == 0,
-                       lambda st: _scan_all(shared, st), lambda st: st, state)
+                       lambda st: _scan_all(shared, st, s), lambda st: st,
+                       state)
   return jax.lax.cond(it % s.adapt_every == 0,
                       lambda st: _adapt_all(shared, st, s), lambda st: st,
                       state)
 
 
-def _check_all(shared: Shared, state: State) -> State:
+def _check_all(shared: Shared, state: State, s: Settings) -> State:
   """In-loop nominations: INFEASIBLE from the dual bound on W; FEASIBLE
   only after a full pass over every row (`_full_logits`), which runs when
-  W alone has an instance's projected point below its threshold."""
+  W alone has an instance's projected point below its threshold. With
+  objective 'solve' nothing is nominated (the candidates are recorded)."""
   running = state.status == RUNNING
   mu, t_low = jax.vmap(_dual_bound)(state.inst, state.rows, state.work)
-  infeasible = running & (t_low > state.inst.threshold)
+  loud = state.iteration >= state.quiet_until
+  infeasible = running & loud & (t_low > state.inst.threshold)
+  if s.objective == "solve":
+    infeasible = jnp.zeros_like(infeasible)
   better_low = running & (t_low > state.t_lower)
   x_proj = jax.vmap(_project)(state.inst, state.x)
   t_up_w = jnp.max(jnp.einsum("bkd,bd->bk", state.rows.a, x_proj), axis=1)
@@ -449,7 +464,9 @@ def _check_all(shared: Shared, state: State) -> State:
       mu_cert=_select(better_low, mu, state.mu_cert),
       mu_idx=_select(better_low, state.rows.idx, state.mu_idx),
       t_lower=jnp.where(better_low, t_low, state.t_lower))
-  candidate = running & ~infeasible & (t_up_w < state.inst.threshold)
+  if s.objective == "solve":
+    return state  # The periodic scans record primal candidates.
+  candidate = running & loud & ~infeasible & (t_up_w < state.inst.threshold)
   return jax.lax.cond(
       jnp.any(candidate),
       lambda st: _full_logits(shared, st, x_proj, candidate)[0],
@@ -474,13 +491,16 @@ def _full_logits(shared: Shared, state: State, x_proj, which):
       t_upper=jnp.where(better_up, t_up, state.t_upper)), logits
 
 
-def _scan_all(shared: Shared, state: State) -> State:
+def _scan_all(shared: Shared, state: State, s: Settings) -> State:
   """Every `scan_every` iterations: the full pass of `_full_logits`, then
   each working set refreshed to the K largest logits (rows with a positive
   multiplier kept; new rows start at the shadow)."""
   x_proj = jax.vmap(_project)(state.inst, state.x)
+  status = state.status
   state, logits = _full_logits(shared, state, x_proj,
-                               jnp.ones_like(state.status, bool))
+                               state.iteration >= state.quiet_until)
+  if s.objective == "solve":  # Record the candidate, nominate nothing.
+    state = state._replace(status=status)
   k = state.rows.idx.shape[1]
 
   def refresh(inst, rows, w, row_logits):
@@ -539,6 +559,16 @@ def refill(shared: Shared, state: State, problem: Problem, replace,
       iteration=state.iteration)
   merged = _select(replace, fresh, state)
   return merged._replace(iteration=state.iteration)
+
+
+def resume(state: State, which, quiet_for) -> State:
+  """Sets the instances `which` running again (a nomination the host could
+  not certify), with in-loop nominations quiet for `quiet_for` iterations;
+  their iterates continue where they were."""
+  return state._replace(
+      status=jnp.where(which, RUNNING, state.status),
+      quiet_until=jnp.where(which, state.iteration + quiet_for,
+                            state.quiet_until))
 
 
 def run(shared: Shared, problem: Problem, s: Settings,

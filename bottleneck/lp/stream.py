@@ -32,10 +32,12 @@ from bottleneck.lp import admm, instances as instances_lib
 
 
 class Compiled(NamedTuple):
-  """Jitted init / advance / refill of a fixed-size batch of LP slots."""
+  """Jitted init / advance / refill / resume of a fixed-size batch of LP
+  slots."""
   init: Callable
   advance: Callable
   refill: Callable
+  resume: Callable
   state_sharding: admm.State  # NamedShardings of the slots' state.
 
 
@@ -79,7 +81,9 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
       jax.jit(advance, in_shardings=(rep, state_sh, None, None),
               out_shardings=state_sh, donate_argnums=1),
       jax.jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
-              out_shardings=state_sh, donate_argnums=1), state_sh)
+              out_shardings=state_sh, donate_argnums=1),
+      jax.jit(admm.resume, in_shardings=(state_sh, b1, None),
+              out_shardings=state_sh, donate_argnums=0), state_sh)
 
 
 class Finished(NamedTuple):
@@ -92,6 +96,9 @@ class Finished(NamedTuple):
   decided: object = None  # What `decide` returned, if it released the slot.
 
 
+# verify(index, claim, x_rot [d], mu [N]) -> a verdict object, or None when
+# the in-loop nomination does not hold in float64 (the slot then resumes).
+Verify = Callable[[int, str, np.ndarray, np.ndarray], object]
 # decide(index, x_rot [d], u [N] (the dual iterate; 0 off the instance's
 # working set), t (the solver's running estimate of t*), age) -> a verdict
 # object, or None to go on.
@@ -100,15 +107,18 @@ Decide = Callable[[int, np.ndarray, np.ndarray, float, int], object]
 
 def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
-        first_check: int = 100, shrink_age: int = 200
-        ) -> Iterator[Finished]:
+        first_check: int = 100, shrink_age: int = 200,
+        verify: Verify | None = None) -> Iterator[Finished]:
   """Yields every instance once, as its slot finishes (any order).
 
   With `decide`, every slot still running at age first_check * 2^k is
   offered to it (its raw iterate x and dual u) and released when it
-  returns a verdict. Once the queue is empty and the slots still running
-  (all older than `shrink_age`: stragglers, worth a compile) fit in a
-  quarter of the batch, they move to a batch that size.
+  returns a verdict. With `verify`, an in-loop nomination is checked at
+  once: a verdict is yielded (`decided`), else the slot resumes with its
+  nominations quiet for as many iterations as it has run (doubling). Once
+  the queue is empty and the slots still running (all older than
+  `shrink_age`: stragglers, worth a compile) fit in a quarter of the
+  batch, they move to a batch that size.
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
@@ -138,10 +148,23 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     if finished:
       x_rot, mu, mu_idx = jax.device_get((state.x_cert, state.mu_cert,
                                           state.mu_idx))
+    resumed = []
     for i in finished:
-      yield Finished(slots[i], admm.STATUS_NAMES[int(status[i])], x_rot[i],
-                     admm.multipliers(n, mu[i], mu_idx[i]),
-                     int(decided[i] - started[i]))
+      claim = admm.STATUS_NAMES[int(status[i])]
+      mu_i = admm.multipliers(n, mu[i], mu_idx[i])
+      age = int(decided[i] - started[i])
+      verdict = (verify(slots[i], claim, x_rot[i], mu_i) if verify and
+                 status[i] != admm.MAX_ITER else None)
+      if verify and status[i] != admm.MAX_ITER and verdict is None:
+        resumed.append(i)  # Not certified: iterate on.
+        continue
+      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict)
+    if resumed:
+      which = np.zeros(batch, bool)
+      which[resumed] = True
+      quiet = int(max(now - started[resumed].min(), settings.check_every))
+      state = fns.resume(state, which, jnp.int32(quiet))
+      finished = [i for i in finished if i not in resumed]
     if decide is not None:
       finished += yield from _offer(decide, state, slots, status,
                                     now - started, next_check, n)

@@ -100,6 +100,8 @@ def split_stories(stories: list[str], tokenizer, n: int, new_tokens: int,
     out.append((prompt, ids[cut:cut + new_tokens]))
     if len(out) == n:
       break
-  if not out:
-    raise ValueError("no held-out story is long enough to split.")
+  if len(out) < n:
+    raise ValueError(f"`n`: only {len(out)} held-out stories are long "
+                     f"enough to split for {new_tokens} new tokens; asked "
+                     f"for {n} (ask for at most {len(out)}).")
   return out

@@ -50,7 +50,7 @@ def profiles(series):
   for ax in axes:
     ax.set_xlabel("rank by |full gradient coefficient|")
     ax.set_ylabel("coefficient (mean +- std over tokens)")
-  axes[0].legend(fontsize=7)
+    ax.legend(fontsize=7)
   fig.tight_layout()
   return fig
 

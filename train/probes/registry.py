@@ -68,8 +68,11 @@ def _on_pass(probe, subject, pass_, ood_data, n_windows, seed, t, progress):
   if probe == "cumulative":
     return head.cumulative_probe(subject, pass_)
   ood = ood_data or subjects.other_source(subject)
-  x, y = subjects.windows(subject, ood, max(1, n_windows // 2), "val", seed,
-                          t)
+  try:
+    x, y = subjects.windows(subject, ood, max(1, n_windows // 2), "val",
+                            seed, t)
+  except ValueError as e:  # Name the flag the user gave.
+    raise ValueError(f"`ood_data` {ood!r}: {e}") from None
   ood_pass = forward.run(subject, x, y, ood, gradient_sums=False,
                          progress=progress)
   if probe == "edit":

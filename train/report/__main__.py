@@ -1,8 +1,10 @@
-"""The main job: `python -m train.report --scale=quick --outdir=report`.
+"""The main job: `python -m train.report --scale=quick`.
 
 Writes report.md, results.json and the PNG figures of every section
-(runner.SECTIONS); `--scale` picks configs/report.py's preset and
-`--sections` runs a subset (comma list).
+(runner.SECTIONS) into --outdir (default: report/ for quick, report_paper/
+for paper, report_tiny/ for tiny), rewritten after every section;
+`--sections` re-runs a subset (comma list) and keeps the other sections
+already in the folder.
 """
 
 from absl import flags
@@ -17,14 +19,20 @@ FLAGS = flags.FLAGS
 def define_flags():
   flags.DEFINE_enum("scale", "quick", ["tiny", "quick", "paper"],
                     "Preset of configs/report.py.")
-  flags.DEFINE_string("outdir", "report", "Folder for report.md, JSON, PNGs.")
-  flags.DEFINE_string("sections", "", "Comma list of sections (default all).")
+  flags.DEFINE_string("outdir", None, "Folder for report.md, JSON, PNGs "
+                      "(default: report, or report_<scale>).")
+  flags.DEFINE_string("sections", None, "Comma list of sections (default "
+                      "all); the folder's other sections are kept.")
 
 
 def main(argv):
   del argv
-  only = [s for s in FLAGS.sections.split(",") if s] if FLAGS.sections else None
-  runner.run(report_config.get_config(FLAGS.scale), FLAGS.outdir, only)
+  only = None
+  if FLAGS.sections is not None:
+    only = [s.strip() for s in FLAGS.sections.split(",") if s.strip()]
+    runner.check_sections(only)
+  runner.run(report_config.get_config(FLAGS.scale),
+             FLAGS.outdir or runner.default_outdir(FLAGS.scale), only)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
 """The main job's runner: every reproduced result in one folder.
 
 `run(config, outdir)` calls each section (a function (config, outdir) ->
-Section, one module per paper) and writes report.md (text, tables,
-figures), results.json (every number shown) and the PNG figures.
+Section, one module per paper) and, after every section, rewrites
+report.md (text, tables, captioned figures; marked partial until the last
+section is done) and results.json (every number, each section's markdown),
+so a killed or interrupted run leaves a valid partial report. `only=[...]`
+re-runs those sections and keeps the others' results already in the
+folder. One overall progress line per event and at least every 10 s:
+section k/n, elapsed, an ETA from per-section estimates scaled by the time
+measured so far. One report per folder at a time (a lock).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 
-from bottleneck.io import cli
+from bottleneck.io import cli, lock
 from train.report import (real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
 
@@ -36,6 +43,17 @@ SECTIONS = {  # In report order.
     "appendices": seed001_trained.appendices,
     "real_llm": real_llm.real_llm,
 }
+# Seconds per section on the 2-core CPU (measured; the ETA scales them by
+# how fast this run has been so far). Paper scale: rough, for a GPU.
+ESTIMATE_S = {
+    "tiny": dict.fromkeys(SECTIONS, 10.0),
+    "quick": {"table1": 15, "figure5": 60, "prescribed": 25, "signrank": 40,
+              "figure1": 60, "figure3": 60, "natural": 40, "trained": 60,
+              "training": 60, "gradient": 40, "lowrank": 45, "spamlang": 30,
+              "encoding": 45, "appendices": 40, "real_llm": 420},
+    "paper": {name: 600.0 for name in SECTIONS},
+}
+HEARTBEAT_S = 10.0
 
 
 def environment() -> dict:
@@ -57,32 +75,157 @@ def environment() -> dict:
           "commit": commit}
 
 
-def run(config, outdir: str, only: list[str] | None = None) -> dict:
-  """Runs the selected sections; writes report.md and results.json."""
-  names = only or list(SECTIONS)
+def default_outdir(scale: str) -> str:
+  """Each scale writes to its own folder: report (quick), report_paper..."""
+  return "report" if scale == "quick" else f"report_{scale}"
+
+
+def check_sections(only) -> list[str]:
+  names = list(SECTIONS) if only is None else list(only)
+  if not names:
+    raise ValueError(f"`sections` names no section; allowed: "
+                     f"{list(SECTIONS)} (or leave it out for all).")
   for name in names:
     if name not in SECTIONS:
       raise ValueError(f"`sections` entry {name!r} unknown; allowed: "
                        f"{list(SECTIONS)}.")
+  return names
+
+
+class Eta:
+  """Overall progress: section k/n, elapsed, ETA (per-section estimates
+  scaled by measured / estimated over the finished sections)."""
+
+  def __init__(self, names, scale: str, stream=None):
+    self.names, self.est = names, ESTIMATE_S.get(scale, ESTIMATE_S["quick"])
+    self.stream = stream or sys.stderr
+    self.start = time.perf_counter()
+    self.done_est = self.done_s = 0.0
+    self.current, self.current_start = None, self.start
+
+  def total_estimate(self) -> float:
+    return sum(self.est[n] for n in self.names)
+
+  def remaining(self) -> float:
+    ratio = self.done_s / self.done_est if self.done_est else 1.0
+    k = self.names.index(self.current) if self.current else len(self.names)
+    rest = sum(self.est[n] for n in self.names[k + 1:]) * ratio
+    in_section = time.perf_counter() - self.current_start
+    if self.current:
+      rest += max(self.est[self.current] * ratio - in_section,
+                  0.1 * self.est[self.current] * ratio)
+    return rest
+
+  def line(self, what: str = "") -> str:
+    k = self.names.index(self.current) + 1 if self.current else len(
+        self.names)
+    now = time.perf_counter()
+    return (f"[report {k}/{len(self.names)} {self.current or 'done'}] "
+            f"{what}{' ' if what else ''}section {now - self.current_start:.0f}"
+            f"s, elapsed {_hms(now - self.start)}, ETA {_hms(self.remaining())}")
+
+  def say(self, what: str = "") -> None:
+    self.stream.write(self.line(what) + "\n")
+    self.stream.flush()
+
+  def begin(self, name: str) -> None:
+    self.current, self.current_start = name, time.perf_counter()
+    self.say("starting,")
+
+  def end(self, seconds: float) -> None:
+    self.done_s += seconds
+    self.done_est += self.est[self.current]
+
+
+def _hms(seconds: float) -> str:
+  m, s = divmod(int(round(seconds)), 60)
+  return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def _heartbeat(eta: Eta, stop: threading.Event) -> None:
+  while not stop.wait(HEARTBEAT_S):
+    eta.say("running,")
+
+
+def _load(outdir: str, scale: str) -> dict:
+  """Sections already in the folder (same scale), to keep on re-runs."""
+  path = os.path.join(outdir, "results.json")
+  if not os.path.isfile(path):
+    return {}
+  try:
+    with open(path) as f:
+      saved = json.load(f)
+  except (OSError, json.JSONDecodeError):
+    return {}
+  if saved.get("config", {}).get("scale") != scale:
+    return {}
+  return {k: v for k, v in saved.get("sections", {}).items()
+          if k in SECTIONS and "markdown" in v}
+
+
+def _write(outdir, config, env, sections: dict, state: str) -> None:
+  """report.md and results.json from every section present."""
+  order = [n for n in SECTIONS if n in sections]
+  missing = [n for n in SECTIONS if n not in sections]
+  header = [f"# bottleneck report ({config.scale})",
+            "Generated by `" + env["command"] + f"` on {env['machine']}, "
+            f"{env['backend']} ({len(env['devices'])} devices), jax "
+            f"{env['jax']}, {env['date_utc']}, commit {env['commit']}."]
+  if state != "complete":
+    header.append(f"**Partial report ({state})**: {len(order)} of "
+                  f"{len(SECTIONS)} sections; not yet written: "
+                  f"{', '.join(missing) or 'none'}.")
+  parts = header + [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
+                    f"\n\n_Section `{n}` ran in {sections[n]['seconds']:.1f}"
+                    " s._" for n in order]
+  for name, text in (("report.md", "\n\n".join(parts) + "\n"),
+                     ("results.json", cli.to_json(
+                         {"environment": env, "config": config.to_dict(),
+                          "state": state, "sections": sections}) + "\n")):
+    tmp = os.path.join(outdir, f".{name}.tmp")
+    with open(tmp, "w") as f:
+      f.write(text)
+    os.replace(tmp, os.path.join(outdir, name))  # Never half a file.
+
+
+def run(config, outdir: str, only: list[str] | None = None) -> dict:
+  """Runs the selected sections; rewrites report.md and results.json after
+  each. Ctrl-C writes the partial report and exits with status 130."""
+  names = check_sections(only)
   cli.writable_dir("outdir", outdir)
-  env = environment()
-  results = {"environment": env, "config": config.to_dict(), "sections": {}}
-  parts = [f"# bottleneck report ({config.scale})",
-           "Generated by `" + env["command"] + f"` on {env['machine']}, "
-           f"{env['backend']} ({len(env['devices'])} devices), jax "
-           f"{env['jax']}, {env['date_utc']}, commit {env['commit']}."]
-  for name in names:
-    start = time.perf_counter()
-    print(f"[report] section {name} ...", file=sys.stderr, flush=True)
-    section = SECTIONS[name](config, outdir)
-    seconds = time.perf_counter() - start
-    results["sections"][name] = dict(section.numbers, seconds=seconds)
-    parts.append(f"## {section.title}\n\n{section.body}\n\n"
-                 f"_Section `{name}` ran in {seconds:.1f} s._")
-  with open(os.path.join(outdir, "report.md"), "w") as f:
-    f.write("\n\n".join(parts) + "\n")
-  with open(os.path.join(outdir, "results.json"), "w") as f:
-    f.write(cli.to_json(results) + "\n")
-  print(f"[report] wrote {outdir}/report.md and results.json",
-        file=sys.stderr)
-  return results
+  with lock.FolderLock(outdir, "report.lock", "outdir"):
+    env = environment()
+    sections = _load(outdir, config.scale) if only is not None else {}
+    eta = Eta(names, config.scale)
+    sys.stderr.write(f"[report] {len(names)} section(s) at scale "
+                     f"{config.scale} into {outdir}/: estimated "
+                     f"{_hms(eta.total_estimate())} on a 2-core CPU.\n")
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(eta, stop), daemon=True)
+    beat.start()
+    try:
+      for name in names:
+        eta.begin(name)
+        start = time.perf_counter()
+        section = SECTIONS[name](config, outdir)
+        seconds = time.perf_counter() - start
+        eta.end(seconds)
+        sections[name] = dict(section.numbers, seconds=seconds,
+                              title=section.title, markdown=section.body)
+        state = ("complete" if all(n in sections for n in SECTIONS) else
+                 "sections run: " + ", ".join(names))
+        _write(outdir, config, env, sections, state)
+        eta.say(f"wrote {name} ({seconds:.0f} s),")
+    except KeyboardInterrupt:
+      stop.set()
+      _write(outdir, config, env, sections, "interrupted")
+      sys.stderr.write(f"interrupted; partial report written to "
+                       f"{outdir}/report.md ({len(sections)} of "
+                       f"{len(SECTIONS)} sections)\n")
+      raise SystemExit(130) from None
+    finally:
+      stop.set()
+  sys.stderr.write(f"[report] wrote {outdir}/report.md and results.json in "
+                   f"{_hms(time.perf_counter() - eta.start)}\n")
+  return {"environment": env, "config": config.to_dict(),
+          "sections": sections}

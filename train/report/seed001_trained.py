@@ -19,14 +19,17 @@ def appendices(config, outdir: str) -> Section:
   subject = probe_subject(config, outdir)
   own = text_pass(subject, "", c.windows, config.seed)
   cum, f_cum = head.cumulative_probe(subject, own)
-  row_tables, figs = [], [figure(f_cum["cumulative"], outdir,
-                                 "appendix_a_cumulative.png")]
+  row_tables, figs = [], [figure(
+      f_cum["cumulative"], outdir, "appendix_a_cumulative.png",
+      "Mean probability mass of the m most likely next tokens (App. A).")]
   for label, w in ((subject.name, subject.head()[0]),
                    ("minilm", matrices.load("minilm").array)):
     stats_, f = head.rowstats_probe(w, label, config.seed)
     row_tables += [{"matrix": label, "kind": k, **v}
                    for k, v in stats_.items()]
-    figs.append(figure(f["rowstats"], outdir, f"appendix_e_{label}.png"))
+    figs.append(figure(f["rowstats"], outdir, f"appendix_e_{label}.png",
+                       f"Row norms and pair cosines of {label}'s head "
+                       "against a Gaussian matrix of its shape (App. E)."))
   targets = head.natural_targets(subject, own)
   a = matrices.random(c.lp_N, c.lp_d, config.seed)
   m_values = cli.parse_int_list("probes.lp_m", c.lp_m)
@@ -39,7 +42,9 @@ def appendices(config, outdir: str) -> Section:
           "fraction_upper"]
   figs.append(figure(plots.topm_curves(
       {"trained-model targets": trained, "uniform targets": uniform},
-      (c.lp_N, c.lp_d)), outdir, "appendix_d_trained.png"))
+      (c.lp_N, c.lp_d)), outdir, "appendix_d_trained.png",
+      "The probe model's own next-token distributions as prescribed "
+      "targets, against uniform ones (App. D)."))
   body = "\n\n".join([
       f"**App. A**: tokens needed for 0.9 of the next-token mass, mean "
       f"{cum['tokens_for_0.9_mean']:.0f}, median "

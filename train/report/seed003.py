@@ -23,7 +23,7 @@ def encoding_section(config, outdir: str) -> Section:
                                      seed=config.seed)
   prune, f_prune = encoding.prune_probe(subject, own, ood)
   freq, f_freq = encoding.frequency_probe(subject)
-  figs = [figure(f, outdir, f"{n}.png") for n, f in
+  figs = [figure(f, outdir, f"{n}.png", _CAPTIONS[n]) for n, f in
           {**f_enc, **f_edit, **f_prune, **f_freq}.items()]
   sal, adv = prune["saliency"], prune["adversarial"]
   first = next((r for r in freq["rows"] if r["adj_r2"] > 0.5), None)
@@ -42,7 +42,7 @@ def encoding_section(config, outdir: str) -> Section:
       _editing_reading(edit),
       f"**Dimension removal** (Fig. 6), KL at 30% / 50% removed: saliency "
       f"order {sal[3]:.3g} / {sal[5]:.3g}, adversarial {adv[3]:.3g} / "
-      f"{adv[5]:.3g}.",
+      f"{adv[5]:.3g}. " + _removal_reading(sal, adv, enc["V"], enc["D"]),
       "**Frequency probe** (Fig. 7): adj. R^2 of -log corpus frequency "
       "first exceeds 0.5 at step "
       f"{first['step'] if first else 'never'} (head convergence rate then "
@@ -51,6 +51,32 @@ def encoding_section(config, outdir: str) -> Section:
   return Section("Seed 003: probability encoding in output embeddings", body,
                  {"encoding": enc, "edit": edit, "prune": prune,
                   "frequency": freq})
+
+
+_CAPTIONS = {
+    "encoding_mlr": "-log alpha_w against its linear fit on the output "
+                    "embedding (seed 003 eq. 2, Table 1).",
+    "encoding_spearman": "|Spearman r| of alpha with each principal "
+                         "component and dimension of W (Fig. 3).",
+    "edit_scales": "Requested vs measured scaling of a token's mean "
+                   "probability after Algorithm 1's edit (b = 2).",
+    "prune": "KL of the mean distribution after zeroing output-embedding "
+             "dimensions, least or most salient first (Fig. 6).",
+    "frequency": "Frequency encoded in W, and how far parameters are from "
+                 "their final values, across training (Fig. 7).",
+}
+
+
+def _removal_reading(sal, adv, v: int, d: int) -> str:
+  """Seed 003 Fig. 6 says removing the most salient dimensions first hurts
+  most; say so when this run disagrees, and why it may."""
+  if adv[3] >= sal[3] and adv[5] >= sal[5]:
+    return "As in seed 003, the adversarial order hurts more."
+  return ("**Disagrees with seed 003 Fig. 6**: here the adversarial order "
+          "costs less than the saliency order. Likely reason: a small, "
+          f"briefly trained model (V = {v}, D = {d}) whose MLR slopes are "
+          "noisy (the saliency ranks dimensions by them), measured on "
+          "another text than the one they were fitted on.")
 
 
 def _editing_reading(edit) -> str:

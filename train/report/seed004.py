@@ -40,8 +40,9 @@ def training(config, outdir: str) -> Section:
       "in for TinyStories with the GPT-Neo tokenizer (configs/thesis.py "
       "without ',cpu'). Validation loss in nats per byte.",
       md_table(summary),
-      figure(train_plots.curves_figure(rows, "Training curves"), outdir,
-             "training_curves.png"),
+      figure(train_plots.curves_figure(rows, "Seed 004: training curves"),
+             outdir, "training_curves.png", "Training (solid) and "
+             "validation (dashed) loss of each thesis model."),
       "Held-out stories split at a random token, completed greedily "
       "(seed 004, Tables 5.1 / 5.2):", table])
   return Section("Seed 004: small GPT models trained on the default corpus",

@@ -48,11 +48,17 @@ def python_docs_file(cache_dir: str) -> str:
   return path
 
 
-def read_texts(paths) -> str:
+def read_texts(paths, arg: str = "data.path") -> str:
+  """The files' text, joined; a file that is not UTF-8 is an error naming
+  `arg` and the byte where decoding failed."""
   parts = []
   for path in paths:
-    with open(path, encoding="utf-8", errors="replace") as f:
-      parts.append(f.read())
+    try:
+      with open(path, encoding="utf-8") as f:
+        parts.append(f.read())
+    except UnicodeDecodeError as e:
+      raise ValueError(f"`{arg}` {path!r} is not UTF-8 text (byte "
+                       f"{e.start}: {e.reason}).") from None
   return "\n".join(parts)
 
 

@@ -135,6 +135,10 @@ def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
     n_val = max(1, int(len(train_docs) * cfg_data.val_fraction))
     return train_docs[:-n_val], train_docs[-n_val:], train
   files = _text_files(cfg_data)
+  empty = [f for f in files if os.path.getsize(f) == 0]
+  if empty and len(empty) == len(files):
+    raise ValueError(f"`data.path` holds no text: {empty[:3]} "
+                     f"{'is' if len(empty) == 1 else 'are'} empty.")
   return None, None, files  # Split by tokens (the tail is validation).
 
 
@@ -214,6 +218,11 @@ def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
                  everything, dtype)
     tokens = np.fromfile(everything, dtype)
     cut = int(len(tokens) * (1.0 - cfg_data.val_fraction))
+    if cut < 2 or len(tokens) - cut < 2:
+      os.remove(everything)
+      raise ValueError(f"`data.path` {cfg_data.path or cfg_data.source!r} "
+                       f"holds {len(tokens)} tokens: too short to split into "
+                       f"train and validation ({cfg_data.val_fraction} val).")
     for split, part in (("train", tokens[:cut]), ("val", tokens[cut:])):
       part.tofile(f"{paths[split]}.tmp{os.getpid()}")
       os.replace(f"{paths[split]}.tmp{os.getpid()}", paths[split])

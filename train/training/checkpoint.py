@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 import os
 
-import socket
 
 import jax
 import orbax.checkpoint as ocp
 
-from bottleneck.io import cli, hf
+from bottleneck.io import cli, hf, lock
 
 # Config entries that must match to resume (the rest, e.g. steps, may
 # change): the model, and everything that changes the token stream.
@@ -80,55 +79,12 @@ def check_tokens(workdir: str, token_counts: dict | None) -> None:
         "tokenisation changed. Use a new --workdir (or the original data).")
 
 
-class WorkdirLock:
-  """One trainer per workdir: a lock file with the holder's pid and host.
-
-  A lock left by a process that no longer runs on this host is stale and
-  taken over; one held by a live process (or another host) is an error.
-  """
+class WorkdirLock(lock.FolderLock):
+  """One trainer per workdir (bottleneck.io.lock): a live holder is a
+  CheckpointError, a stale lock of a dead process is taken over."""
 
   def __init__(self, workdir: str):
-    self.path = os.path.join(workdir, LOCK)
-    self.me = {"pid": os.getpid(), "host": socket.gethostname()}
-
-  def _alive(self, holder: dict) -> bool:
-    if holder.get("host") != self.me["host"]:
-      return True  # Cannot tell: assume it runs.
-    try:
-      os.kill(int(holder.get("pid", -1)), 0)
-    except (ProcessLookupError, ValueError):
-      return False
-    except PermissionError:
-      return True
-    return True
-
-  def __enter__(self):
-    for _ in range(2):
-      try:
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-      except FileExistsError:
-        try:
-          with open(self.path) as f:
-            holder = json.load(f)
-        except (OSError, json.JSONDecodeError):
-          holder = {}
-        if self._alive(holder):
-          raise CheckpointError(
-              f"workdir {os.path.dirname(self.path)!r} is in use by pid "
-              f"{holder.get('pid')} on {holder.get('host')} (lock "
-              f"{self.path}); delete the lock if that run is gone.") from None
-        os.remove(self.path)  # Stale: its process is gone.
-        continue
-      with os.fdopen(fd, "w") as f:
-        json.dump(self.me, f)
-      return self
-    raise CheckpointError(f"could not take the lock {self.path}.")
-
-  def __exit__(self, *exc):
-    try:
-      os.remove(self.path)
-    except FileNotFoundError:
-      pass
+    super().__init__(workdir, LOCK, "workdir", CheckpointError)
 
 
 class Checkpointer:

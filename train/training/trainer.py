@@ -288,56 +288,62 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
   flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
   schedule = optim.schedule(config.train)
-  t_last, steps_timed, t_total = None, 0, 0.0
-  wrote_config = False
-  for step in range(start, steps):
-    xb, yb = tr.global_batch(*train_loader.batch(step))
-    state, metrics = tr.step_fn(state, xb, yb)
-    done = step + 1
-    if not bool(metrics["finite"]):
-      ckpt.close()
-      raise FloatingPointError(
-          f"training diverged at step {done}: the loss, gradients or "
-          f"parameters are not finite (loss {float(metrics['loss'])}, "
-          f"grad_norm {float(metrics['grad_norm'])}, lr "
-          f"{float(schedule(step)):.3g}). Nothing non-finite was saved; the "
-          f"newest checkpoint in {workdir!r} is step "
-          f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
-    row = {"step": done}
-    if done % config.log_every == 0 or done == steps:
-      metrics = jax.device_get(metrics)
-      now = time.perf_counter()
-      if t_last is not None:
-        t_total += now - t_last
-        steps_timed += done - last_done
-      t_last, last_done = now, done
-      # The first interval includes compilation: no rate until the second.
-      sec = t_total / steps_timed if steps_timed else None
-      row.update(loss=float(metrics["loss"]),
-                 grad_norm=float(metrics["grad_norm"]),
-                 lr=float(schedule(step)),
-                 tokens_per_s=tokens / sec if sec else None,
-                 mfu=flops / sec / peak if sec and peak else None)
-      if lead:
-        rate = f"{row['tokens_per_s']:.0f}" if sec else "n/a"
-        mfu = "n/a" if row["mfu"] is None else f"{row['mfu']:.1%}"
-        eta = f"{sec * (steps - done):.0f}s" if sec else "n/a"
-        print(f"step {done}/{steps} loss {row['loss']:.4f} {rate} tok/s "
-              f"mfu {mfu} eta {eta}", file=sys.stderr, flush=True)
-    for name, every, fn in probes:
-      if done % every == 0:
-        row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
-            fn(state.params, xb[0], yb[0])).items()})
-    if done % config.eval_every == 0 or done == steps:
-      row["val_loss"] = tr.evaluate(state.params, val_loader)
-    if len(row) > 1:
-      log.write(row)
-    if done % config.checkpoint_every == 0 or done == steps:
-      ckpt.save(done, state, train_loader.position(done))
-      if lead and not wrote_config:
-        ckpt.manager.wait_until_finished()
-        checkpoint.write_config(workdir, config.to_dict(), token_counts)
-        wrote_config = True
+  try:
+    t_last, steps_timed, t_total = None, 0, 0.0
+    wrote_config = False
+    for step in range(start, steps):
+      xb, yb = tr.global_batch(*train_loader.batch(step))
+      state, metrics = tr.step_fn(state, xb, yb)
+      done = step + 1
+      if not bool(metrics["finite"]):
+        ckpt.close()
+        raise FloatingPointError(
+            f"training diverged at step {done}: the loss, gradients or "
+            f"parameters are not finite (loss {float(metrics['loss'])}, "
+            f"grad_norm {float(metrics['grad_norm'])}, lr "
+            f"{float(schedule(step)):.3g}). Nothing non-finite was saved; the "
+            f"newest checkpoint in {workdir!r} is step "
+            f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
+      row = {"step": done}
+      if done % config.log_every == 0 or done == steps:
+        metrics = jax.device_get(metrics)
+        now = time.perf_counter()
+        if t_last is not None:
+          t_total += now - t_last
+          steps_timed += done - last_done
+        t_last, last_done = now, done
+        # The first interval includes compilation: no rate until the second.
+        sec = t_total / steps_timed if steps_timed else None
+        row.update(loss=float(metrics["loss"]),
+                   grad_norm=float(metrics["grad_norm"]),
+                   lr=float(schedule(step)),
+                   tokens_per_s=tokens / sec if sec else None,
+                   mfu=flops / sec / peak if sec and peak else None)
+        if lead:
+          rate = f"{row['tokens_per_s']:.0f}" if sec else "n/a"
+          mfu = "n/a" if row["mfu"] is None else f"{row['mfu']:.1%}"
+          eta = f"{sec * (steps - done):.0f}s" if sec else "n/a"
+          print(f"step {done}/{steps} loss {row['loss']:.4f} {rate} tok/s "
+                f"mfu {mfu} eta {eta}", file=sys.stderr, flush=True)
+      for name, every, fn in probes:
+        if done % every == 0:
+          row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
+              fn(state.params, xb[0], yb[0])).items()})
+      if done % config.eval_every == 0 or done == steps:
+        row["val_loss"] = tr.evaluate(state.params, val_loader)
+      if len(row) > 1:
+        log.write(row)
+      if done % config.checkpoint_every == 0 or done == steps:
+        ckpt.save(done, state, train_loader.position(done))
+        if lead and not wrote_config:
+          ckpt.manager.wait_until_finished()
+          checkpoint.write_config(workdir, config.to_dict(), token_counts)
+          wrote_config = True
+  except KeyboardInterrupt:  # Ctrl-C: what was saved stays; one line.
+    ckpt.close()
+    sys.stderr.write(f"interrupted; checkpoint at step "
+                     f"{ckpt.latest_step() or 'none'} kept in {workdir}\n")
+    raise SystemExit(130) from None
   ckpt.close()
   summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
              "workdir": workdir}

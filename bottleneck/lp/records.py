@@ -1,0 +1,195 @@
+"""One LP instance's record, from the solver's claim to a certified verdict
+(seed 001, Section 6): the host-side checks `bottleneck.topm.solve` runs on
+each candidate, HiGHS as the optional fallback, the record's fields, the
+input checks on subsets, and the ETA model of a stream of instances."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from bottleneck.lp import bracket, certificates, exact
+from bottleneck.lp.instances import Instance
+
+
+def repeated_rows(facts, subset) -> list[tuple[int, int]]:
+  """(i, j) positions in `subset` whose matrix rows are identical (j > i,
+  i the group's first): such tokens always have equal logits."""
+  first, pairs = {}, []
+  for pos, group in enumerate(facts.twins[subset].tolist()):
+    if group >= 0:
+      if group in first:
+        pairs.append((first[group], pos))
+      else:
+        first[group] = pos
+  return pairs
+
+
+def check_subsets(facts, instances) -> list[int]:
+  """Every A_S, repeated rows counted once, has full row rank (else no x
+  prescribes y_S); returns the instances holding repeated rows."""
+  repeated = []
+  for k, it in enumerate(instances):
+    pairs = repeated_rows(facts, it.subset)
+    repeated += [k] if pairs else []
+    rows = np.delete(it.subset, [j for _, j in pairs])
+    if np.linalg.matrix_rank(facts.rows(rows)) < rows.size:
+      raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
+                       "matrix are linearly dependent (A_S rank-deficient).")
+  return repeated
+
+
+def solve_repeated(solve_one, a, facts, inst: Instance) -> dict:
+  """An instance whose subset holds identical rows i, j: their equalities
+  a_i x = y_i, a_j x = y_j repeat (y_i = y_j: the LP is the one without
+  token j, solved on A without row j by `solve_one(a, instance)`) or
+  contradict (y_i != y_j: INFEASIBLE, t* = +inf, certificate 'twin_rows',
+  checked on the float64 rows)."""
+  start = time.perf_counter()
+  pairs = repeated_rows(facts, inst.subset)
+  for i, j in pairs:
+    if inst.y[i] != inst.y[j]:
+      rows = inst.subset[[i, j]]
+      same = bool(np.array_equal(facts.rows(rows[:1]), facts.rows(rows[1:])))
+      return detail(inst, "infeasible" if same else "undecided", np.inf,
+                    {"ok": same, "kind": "twin_rows"}, "twin_rows", 0, start)
+  drop = [j for _, j in pairs]
+  keep_rows = np.setdiff1d(np.arange(a.shape[0]), inst.subset[drop])
+  position = np.full(a.shape[0], -1)
+  position[keep_rows] = np.arange(keep_rows.size)
+  keep = np.delete(np.arange(inst.subset.size), drop)
+  reduced = dataclasses.replace(
+      inst, subset=position[inst.subset[keep]], y=inst.y[keep],
+      p=None if inst.p is None else inst.p[keep])
+  out = solve_one(a[keep_rows], reduced)
+  out.update(subset=inst.subset.tolist(),
+             repeated_rows=inst.subset[drop].tolist())
+  return out
+
+
+class CostModel:
+  """The LP's ETA: the remaining instances' expected iterations (the mean
+  of the finished ones of the same m; the queue is shuffled, so every m is
+  sampled early) times the seconds per iteration measured since the first
+  instance finished (compilation excluded)."""
+
+  def __init__(self, m_of_instance):
+    self.m = list(m_of_instance)
+    self.left = dict.fromkeys(range(len(self.m)))
+    self.iters: dict[int, list[int]] = {}
+    self.t0 = self.t_last = None
+    self.done_iters = 0
+
+  def finished(self, index: int, iterations: int) -> None:
+    now = time.perf_counter()
+    if self.t0 is None:
+      self.t0 = now
+    else:
+      self.done_iters += max(iterations, 1)
+    self.t_last = now
+    self.left.pop(index, None)
+    self.iters.setdefault(self.m[index], []).append(max(iterations, 1))
+
+  def eta(self) -> float | None:
+    if not self.done_iters or self.t_last == self.t0:
+      return None
+    every = [i for its in self.iters.values() for i in its]
+    mean = lambda m: float(np.mean(self.iters.get(m, every)))
+    rate = (self.t_last - self.t0) / self.done_iters
+    return rate * sum(mean(self.m[i]) for i in self.left)
+
+
+def power_of_two_scaled(a):
+  """A times 2^k with |A|'s RMS row norm in [1/8, 8]: every t*, verdict and
+  multiplier is unchanged (x scales by 2^-k) and the product is exact, but
+  absolute tolerances of the solver and the rounding bounds then see a
+  matrix of unit size (a matrix scaled by 1e6 or 1e-6 decides alike)."""
+  rms = float(np.sqrt(np.mean(certificates.head_norms(a[::max(
+      1, len(a) // 65536)]) ** 2)))
+  k = -int(np.round(np.log2(rms))) if rms > 0 else 0
+  return a * np.asarray(2.0 ** k, a.dtype) if abs(k) >= 3 else a
+
+
+def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
+            exact_fallback) -> dict:
+  """Checks one instance's candidate certificate (HiGHS if undecided).
+
+  `certificate` says which kind of evidence was checked ('embedding',
+  'global', 'ray', 'twin_rows', or 'ball': the weaker, ball-restricted dual
+  bound reported for an undecided instance); `_detail` turns the bound it
+  proves into `lower_bound` / `upper_bound` on t*.
+  """
+  start = time.perf_counter()
+  verdict, bound, cert = verify(facts, inst, claim, x, mu, policy, delta)
+  source = "admm"
+  if verdict == "undecided" and exact_fallback:
+    sol = exact.solve(np.asarray(facts.a, np.float64), inst.subset, inst.y)
+    source = "highs"
+    if sol["status"] == "Unbounded" and sol["ray"] is not None:
+      cert = certificates.check_unbounded(facts, inst.subset, sol["ray"])
+      cert.pop("ray")
+      verdict, bound = (("feasible", -np.inf) if cert["ok"] else
+                        ("undecided", float("nan")))
+    elif sol["status"] != "Optimal":
+      verdict, bound, cert = "undecided", float("nan"), {"ok": False}
+    else:
+      claim = "feasible" if sol["t"] < inst.threshold else "infeasible"
+      verdict, bound, cert = verify(facts, inst, claim, sol["x"],
+                                     sol["mu"], policy, delta)
+      cert["highs_t"] = sol["t"]
+  return detail(inst, verdict, bound, cert, source, iterations, start)
+
+
+def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
+               start, delta, policy, tolerance) -> dict:
+  """Solve mode's record: t* in [lower, upper] (certified); the verdict
+  follows from the bracket (FEASIBLE re-checked at its embedding, with the
+  probabilities for prescribed targets)."""
+  verdict = "undecided"
+  if lower >= inst.threshold:
+    verdict = "infeasible"
+  elif upper < inst.threshold and evidence.get("x") is not None:
+    verdict = verify(facts, inst, "feasible", evidence["x"], None, policy,
+                      delta)[0]
+  elif upper == -np.inf:
+    verdict = "feasible"
+  out = detail(inst, verdict, float("nan"), evidence, "admm", iterations,
+                start)
+  out.update(lower_bound=float(lower), upper_bound=float(upper),
+             bracket_closed=bracket.closed(lower, upper, tolerance),
+             certificate=evidence.get("kind"), certificate_ok=bool(
+                 verdict != "undecided"),
+             margin=float(inst.threshold - upper) if np.isfinite(upper)
+             else (np.inf if upper == -np.inf else None))
+  return out
+
+
+def detail(inst: Instance, verdict, bound, cert, source, iterations,
+            start) -> dict:
+  """One instance's record. The solver stops as soon as a side is proved,
+  so t* is reported as certified bounds, not an optimum: `upper_bound`
+  (FEASIBLE: the largest other logit at the certified embedding; -inf with
+  a ray, where t* = -inf exactly), `lower_bound` (INFEASIBLE: the verified
+  dual value); NaN where nothing was proved."""
+  nan = float("nan")
+  upper = bound if verdict == "feasible" else nan
+  lower = (bound if verdict == "infeasible" else
+           -np.inf if upper == -np.inf else nan)
+  return {"subset": inst.subset.tolist(), "verdict": verdict,
+          "lower_bound": lower, "upper_bound": upper,
+          "margin": cert.get("margin"),
+          "certificate_ok": bool(cert.get("ok", False)),
+          "certificate": cert.get("kind"), "source": source,
+          "iterations": iterations,
+          "radius_over_x_par": cert.get("radius_over_x_par"),
+          "rest_mass": cert.get("rest_mass"),
+          "verify_seconds": time.perf_counter() - start}
+
+
+def verify(facts, inst: Instance, claim, x, mu, policy, delta):
+  """certificates.verify on one instance (mu may be a raw dual iterate:
+  verify clips it to >= 0 and zeroes it on S)."""
+  return certificates.verify(facts, inst.subset, inst.y, inst.threshold,
+                             claim, x, mu, policy, inst.p, inst.scale, delta)

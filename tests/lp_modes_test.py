@@ -1,0 +1,137 @@
+"""Top-m LP at vocabulary scale: the working set, solve mode (t* to a
+tolerance), scale invariance and repeated rows, against scipy/HiGHS."""
+
+from absl.testing import absltest
+import numpy as np
+from scipy import optimize
+
+from bottleneck import topm
+from bottleneck.lp import admm
+
+
+def _highs_t(a, subset, y):
+  """t* by scipy's HiGHS on min t s.t. A_S x = y, A_R x <= t (reference)."""
+  n, d = a.shape
+  rest = np.setdiff1d(np.arange(n), subset)
+  c = np.zeros(d + 1)
+  c[-1] = 1.0
+  res = optimize.linprog(
+      c, A_ub=np.hstack([a[rest], -np.ones((rest.size, 1))]),
+      b_ub=np.zeros(rest.size),
+      A_eq=np.hstack([a[subset], np.zeros((subset.size, 1))]), b_eq=y,
+      bounds=[(None, None)] * (d + 1), method="highs")
+  assert res.status == 0, res.message
+  return res.fun
+
+
+def _instances(n, m_values, trials, problem, seed):
+  rng = np.random.default_rng(seed)
+  return [it for m in m_values
+          for it in topm.make_instances(n, m, trials, problem, rng)]
+
+
+class WorkingSetTest(absltest.TestCase):
+
+  def test_small_working_set_agrees_with_highs(self):
+    # 3000 x 24 with K = 48 rows iterated explicitly (N - m > 32 d: the
+    # default would also use a working set); the other ~2950 rows are
+    # shadows that must turn active through the full scans.
+    a = np.random.default_rng(3).standard_normal((3000, 24))
+    self.assertLess(admm.working_set_size(admm.Settings(), 3000, 24, 8),
+                    3000 - 8)
+    insts = _instances(3000, (3, 5, 7), 5, "logits", 1)
+    details = topm.solve(a, insts, batch=8, working_set=48)
+    decided, kinds = 0, set()
+    for it, det in zip(insts, details):
+      truth = ("feasible" if _highs_t(a, it.subset, it.y) < it.threshold
+               else "infeasible")
+      if det["verdict"] != "undecided":
+        decided += 1
+        kinds.add(truth)
+        self.assertEqual(det["verdict"], truth)
+        self.assertTrue(det["certificate_ok"])
+    self.assertGreaterEqual(decided, 0.9 * len(insts))
+    self.assertEqual(kinds, {"feasible", "infeasible"})
+
+
+class SolveModeTest(absltest.TestCase):
+
+  def test_bracket_holds_highs_t_star_to_tolerance(self):
+    a = np.random.default_rng(4).standard_normal((600, 24))
+    insts = _instances(600, (4, 8), 4, "logits", 2)
+    details = topm.solve(a, insts, batch=8, objective="solve",
+                         tolerance=1e-6)
+    closed = 0
+    for it, det in zip(insts, details):
+      t_star = _highs_t(a, it.subset, it.y)
+      lo, up = det["lower_bound"], det["upper_bound"]
+      self.assertLessEqual(lo, t_star + 1e-9)
+      self.assertGreaterEqual(up, t_star - 1e-9)
+      if det["bracket_closed"]:
+        closed += 1
+        self.assertLessEqual(up - lo, 1e-6 * max(1.0, abs(up)) + 1e-12)
+        self.assertEqual(det["verdict"], "feasible" if t_star < it.threshold
+                         else "infeasible")
+    self.assertGreaterEqual(closed, 0.9 * len(insts))
+
+
+class InvarianceTest(absltest.TestCase):
+
+  def test_scaled_matrix_decides_alike(self):
+    # Verdicts do not depend on the matrix's scale (t* and threshold are
+    # homogeneous); before the power-of-two rescaling, 1e6 / 1e-6 made every
+    # infeasible verdict undecided.
+    a = np.random.default_rng(5).standard_normal((400, 20))
+    insts = _instances(400, (3, 6), 4, "logits", 3)
+    base = [d["verdict"] for d in topm.solve(a, insts, batch=8)]
+    self.assertIn("infeasible", base)
+    self.assertIn("feasible", base)
+    for factor in (1e6, 1e-6):
+      got = [d["verdict"] for d in topm.solve(a * factor, insts, batch=8)]
+      self.assertEqual(got, base, factor)
+
+  def test_repeated_rows_in_a_subset(self):
+    # Tokens 7 and 8 have identical rows: S = {7, 8, ...} is the LP of
+    # S = {7, ...} on A without row 8 (HiGHS on that reduced matrix).
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((300, 16))
+    a[8] = a[7]
+    subsets = [[7, 8, 40], [7, 8, 40, 90, 120], [8, 7, 5, 6, 11, 12, 13]]
+    insts = [topm.make_instances(300, len(s), 1, "logits", rng,
+                                 subsets=[s])[0] for s in subsets]
+    details = topm.solve(a, insts, batch=4)
+    for s, it, det in zip(subsets, insts, details):
+      dropped = s[1]  # The later of the two in the subset's order.
+      self.assertEqual(det["repeated_rows"], [dropped])
+      keep = np.delete(np.arange(300), dropped)
+      reduced = np.searchsorted(keep, [i for i in s if i != dropped])
+      truth = ("feasible" if _highs_t(a[keep], reduced, np.ones(len(s) - 1))
+               < 1.0 else "infeasible")
+      self.assertEqual(det["subset"], s)
+      self.assertIn(det["verdict"], (truth, "undecided"))
+    self.assertNotIn("undecided", [d["verdict"] for d in details[:1]])
+    # Unequal prescribed logits on identical rows: no x exists.
+    probs = topm.make_instances(300, 3, 1, "probs", rng, subsets=[[7, 8, 9]])
+    det = topm.solve(a, probs)[0]
+    self.assertEqual((det["verdict"], det["certificate"]),
+                     ("infeasible", "twin_rows"))
+    self.assertEqual(det["lower_bound"], np.inf)
+
+
+class BadInputTest(absltest.TestCase):
+
+  def test_bad_settings(self):
+    a = np.random.default_rng(0).standard_normal((200, 12))
+    insts = _instances(200, (3,), 1, "logits", 0)
+    with self.assertRaisesRegex(ValueError, "`objective`"):
+      topm.solve(a, insts, objective="optimise")
+    with self.assertRaisesRegex(ValueError, "`tolerance`"):
+      topm.solve(a, insts, tolerance=0.0)
+    with self.assertRaisesRegex(ValueError, r"`working_set` must be in"):
+      topm.solve(a, insts, working_set=2)
+    with self.assertRaisesRegex(ValueError, r"`working_set` must be in"):
+      topm.solve(a, insts, working_set=199)
+
+
+if __name__ == "__main__":
+  absltest.main()
