@@ -7,6 +7,7 @@ cases check what a user of each binary sees: one `error:` line, exit 2
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ from bottleneck.io import cli, hf, matrices
 from bottleneck.lp import admm
 from configs import thesis
 from train.models import loaders
-from train.text import tokenizers
+from train.text import data, tokenizers
 from train.training import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,6 +130,75 @@ class LibraryTest(parameterized.TestCase):
       tokenizers.load("hf:" + self.f["hf_no_key"])
 
 
+class NewcomerTest(absltest.TestCase):
+  """The cases a new user hit (issue 21), at the function each binary calls
+  before it computes anything."""
+
+  def test_output_paths_checked_first(self):
+    tmp = self.create_tempdir().full_path
+    regular = os.path.join(tmp, "file")
+    open(regular, "w").close()
+    for path in ("/proc/nope/f.png", os.path.join(regular, "f.png"), tmp):
+      with self.assertRaisesRegex(ValueError, "`plot`"):
+        cli.output_file("plot", path)
+    with self.assertRaisesRegex(ValueError, "give a folder"):
+      cli.figure_paths("plot", os.path.join(tmp, "g.png"), ["a", "b"])
+    self.assertEqual(cli.figure_paths("plot", tmp, ["a"]),
+                     {"a": os.path.join(tmp, "a.png")})
+
+  def test_sizes_refused_with_an_estimate(self):
+    with self.assertRaisesRegex(ValueError, "`N` must be at most"):
+      simulate.simulate(10**12, 64, [4], 4)
+    with self.assertRaisesRegex(ValueError, "GiB"):
+      simulate.simulate(2**31 - 1, 4096, [4], 4, method="projected")
+    # A chunk larger than the trials is capped at them (no 128 TB buffer).
+    sim = simulate.simulate(200, 16, [4], 3, chunk=10**8)
+    self.assertEqual(sim.trials, 3)
+    with self.assertRaisesRegex(ValueError, "`seed`"):
+      cli.check_seed("seed", -1)
+
+  def test_sampling_and_windows(self):
+    from types import SimpleNamespace  # pylint: disable=g-import-not-at-top
+    from train.models import generate  # pylint: disable=g-import-not-at-top
+    from train.probes import subjects  # pylint: disable=g-import-not-at-top
+    cfg = SimpleNamespace(block_size=16)
+    with self.assertRaisesRegex(ValueError, "`temperature`"):
+      generate.complete(None, None, cfg, [[1, 2]], 4,
+                        temperature=float("nan"))
+    with self.assertRaisesRegex(ValueError, "`n`: only 1 held-out"):
+      generate.split_stories(["a b c d e f g h i j k l", "a"],
+                             _WordTokenizer(), 5, 3)
+    with self.assertRaisesRegex(ValueError, "`windows` must be >= 1"):
+      subjects.windows(SimpleNamespace(cfg=cfg), "", 0)
+
+  def test_sections_and_one_report_per_folder(self):
+    from train.report import runner  # pylint: disable=g-import-not-at-top
+    with self.assertRaisesRegex(ValueError, "`sections` names no section"):
+      runner.check_sections([])
+    with self.assertRaisesRegex(ValueError, "`sections` entry 'figure9'"):
+      runner.check_sections(["figure9"])
+    from bottleneck.io import lock  # pylint: disable=g-import-not-at-top
+    out = self.create_tempdir().full_path
+    with lock.FolderLock(out, "report.lock", "outdir"):
+      with self.assertRaisesRegex(ValueError, "`outdir`.*in use"):
+        with lock.FolderLock(out, "report.lock", "outdir"):
+          pass
+
+  def test_training_text_empty(self):
+    c = thesis.get_config("model1,cpu")
+    empty = os.path.join(self.create_tempdir().full_path, "empty.txt")
+    open(empty, "w").close()
+    c.data.source, c.data.path = "text", empty
+    c.data.cache_dir = self.create_tempdir().full_path
+    with self.assertRaisesRegex(ValueError, "`data.path` holds no text"):
+      data.make_loaders(c)
+
+
+class _WordTokenizer:
+  def encode(self, text):
+    return list(range(len(text.split())))
+
+
 class WorkdirLockTest(absltest.TestCase):
 
   def test_one_trainer_per_workdir_and_stale_locks(self):
@@ -172,6 +242,24 @@ class BinaryTest(parameterized.TestCase):
         "--dry_run"], "does not have"),
       ("huge_trials", "bottleneck.topm",
        ["--N=100", "--d=16", "--m=4", "--trials=1000000000"], "GiB"),
+      ("plot_unwritable", "bottleneck.bounds",
+       ["--models=GPT2", "--plot=/proc/nope/f.png"], "`plot`"),
+      ("positional_arg", "bottleneck.bounds", ["GPT2"], "GPT2"),
+      ("config_missing", "train.main",
+       ["--config=configs/nonexistent.py", "--dry_run"], "nonexistent.py"),
+      ("m_over_n", "bottleneck.topm",
+       ["--N=100", "--d=16", "--m=1000000000"], "`m` must be < min(N, d)"),
+      ("targets_not_read", "bottleneck.topm",
+       ["--N=100", "--d=16", "--m=4", "--problem=logits",
+        "--targets=npy:/nope.npy"], "`targets` is only read"),
+      ("seed_negative", "bottleneck.simulate",
+       ["--N=100", "--d=16", "--m=4", "--seed=-1"], "`seed`"),
+      ("n_overflow", "bottleneck.simulate",
+       ["--N=1000000000000", "--d=16", "--m=4"], "`N` must be at most"),
+      ("sections_empty", "train.report", ["--sections=,"], "`sections`"),
+      ("prompt_and_stories", "train.sample",
+       ["--workdir=/nonexistent", "--story_completion", "--prompt=Hi"],
+       "give one of"),
       ("sample_n_0", "train.sample",
        ["--workdir=/nonexistent", "--story_completion", "--n=0"], "`n`"),
   )
@@ -182,6 +270,33 @@ class BinaryTest(parameterized.TestCase):
     self.assertNotIn("Traceback", out.stderr)
     self.assertLen([l for l in out.stderr.splitlines()
                     if l.startswith("error:")], 1)
+
+  def test_ctrl_c_is_one_line_and_exit_130(self):
+    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    wd = self.create_tempdir().full_path
+    cmds = {
+        "topm": ([sys.executable, "-m", "bottleneck.topm", "--N=20000",
+                  "--d=64", "--m=10..50:10", "--trials=400"], "LP instances",
+                 "interrupted"),
+        "train": ([sys.executable, "-m", "train.main",
+                   "--config=configs/thesis.py:model1,cpu",
+                   f"--workdir={wd}", "--config.train.steps=100000",
+                   "--config.checkpoint_every=5", "--config.log_every=1"],
+                  "step 6/", "interrupted; checkpoint at step")}
+    for name, (cmd, ready, message) in cmds.items():
+      proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+      seen = []
+      for line in proc.stdout:  # Interrupt once it is computing.
+        seen.append(line)
+        if ready in line:
+          proc.send_signal(signal.SIGINT)
+          break
+      rest = proc.communicate(timeout=120)[0]
+      self.assertEqual(proc.returncode, 130, name + "".join(seen) + rest)
+      self.assertNotIn("Traceback", rest, name)
+      self.assertIn(message, rest.strip().splitlines()[-1], name)
 
   def test_divergence_stops_and_saves_nothing_non_finite(self):
     wd = self.create_tempdir().full_path

@@ -39,6 +39,7 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(list(saved["sections"]), list(sections))
     for name in sections:
       self.assertIn("seconds", saved["sections"][name])
+    self.assertNotRegex(md, r"\{[a-z_\[\]'\"]+\}")  # No unformatted {...}.
     for png in (f for f in os.listdir(outdir) if f.endswith(".png")):
       self.assertGreater(os.path.getsize(os.path.join(outdir, png)), 5000)
       self.assertIn(f"]({png})", md)
@@ -87,6 +88,28 @@ class ReportTest(absltest.TestCase):
                   "shuffled) |", md)
     self.assertIn("real_llm_figure1.png", md)
     self.assertNotRegex(md, r"\{[a-z_\[\]'\"]+\}")  # No unformatted {...}.
+
+  def test_sections_rerun_keeps_the_others(self):
+    outdir = self.create_tempdir().full_path
+    config = report_config.get_config("tiny")
+    runner.run(config, outdir, ["table1"])
+    runner.run(config, outdir, ["signrank"])
+    with open(os.path.join(outdir, "results.json")) as f:
+      self.assertEqual(sorted(json.load(f)["sections"]),
+                       ["signrank", "table1"])
+    with open(os.path.join(outdir, "report.md")) as f:
+      md = f.read()
+    self.assertLen([l for l in md.splitlines() if l.startswith("## ")], 2)
+    self.assertIn("Partial report", md)  # 2 of the sections only.
+
+  def test_eta_is_not_fooled_by_one_fast_section(self):
+    eta = runner.Eta(["table1", "figure5"], "quick")
+    eta.begin("figure5")
+    eta.done_s, eta.done_est = 2.0, runner.ESTIMATE_S["quick"]["table1"]
+    left = eta.remaining()  # table1 ran faster than estimated.
+    full = runner.ESTIMATE_S["quick"]["figure5"]
+    self.assertBetween(left, 0.8 * full, full)
+    self.assertIn("[report 2/2 figure5]", eta.line())
 
   def test_unknown_section_and_scale(self):
     with self.assertRaisesRegex(ValueError, "`sections`"):

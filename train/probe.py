@@ -1,7 +1,8 @@
 """Probes of a trained LM head (seeds 002, 003; seed 001 App. A, D, E).
 
   python -m train.probe --model=gemma3 --probe=sanity
-  python -m train.probe --model=smollm2 --text=book.txt --probe=encoding
+  python -m train.probe --model=smollm2 --data=python_docs --probe=encoding
+  python -m train.probe --model=smollm2 --text=PATH.txt --probe=gradient
   python -m train.probe --workdir=DIR --probe=gradient --plot=figs/
   python -m train.probe --model=hf:/path/pythia-160m --dtype=bfloat16
 

@@ -44,7 +44,7 @@ class FolderLock:
           holder = {}
         if self._alive(holder):
           raise self.error(
-              f"{self.what} {os.path.dirname(self.path)!r} is in use by pid "
+              f"`{self.what}` {os.path.dirname(self.path)!r} is in use by pid "
               f"{holder.get('pid')} on {holder.get('host')} (lock "
               f"{self.path}); delete the lock if that run is gone.") from None
         os.remove(self.path)  # Stale: its process is gone.

@@ -62,6 +62,7 @@ def real_llm(config, outdir: str) -> Section:
   for key, rows in compare.tables(results).items():
     body += [f"**{titles[key]}**", table(rows)]
   body += [_reading(n, r, settings) for n, r in results.items()]
+  body.append(_lp_budget(results, settings))
   for name, fig in compare.figures(results).items():
     body.append(figure(fig, outdir, f"real_llm_{name}.png", CAPTIONS[name]))
   return Section(f"Real LLMs: {' vs '.join(names)}", "\n\n".join(body),
@@ -107,3 +108,28 @@ def _reading(name: str, r: dict, s) -> str:
                f"LP time {f1['trained_seconds'] + f1['gaussian_seconds']:.0f}"
                " s.")
   return " ".join(out)
+
+
+FIGURE1_SUBSETS = 20  # Subsets per m a cross-model Figure 1 should have.
+
+
+def _lp_budget(results: dict, s) -> str:
+  """Says how many subsets Figure 1 used, with the measured LP time, when
+  that is fewer than FIGURE1_SUBSETS (never silently)."""
+  if not s.lp_trials:
+    return ("Figure 1 and App. D were skipped (`lp_trials` = 0).")
+  if s.lp_trials >= FIGURE1_SUBSETS:
+    return f"Figure 1: {s.lp_trials} subsets per m on every matrix."
+  parts = []
+  for name, r in results.items():
+    f1 = r.get("figure1")
+    if f1:
+      n = len(f1["m"]) * f1["trials"]
+      seconds = f1["trained_seconds"] + f1["gaussian_seconds"]
+      parts.append(f"{name} {seconds:.0f} s for {2 * n} instances "
+                   f"({seconds / (2 * n):.1f} s each)")
+  return (f"**Fewer subsets than a comparison needs**: Figure 1 uses "
+          f"{s.lp_trials} subsets per m (not {FIGURE1_SUBSETS}) to fit this "
+          f"scale's time budget; measured LP time here: {'; '.join(parts)}. "
+          "Each fraction is therefore a multiple of "
+          f"1/{s.lp_trials}; `--scale=paper` runs 100 per m.")

@@ -43,17 +43,19 @@ SECTIONS = {  # In report order.
     "appendices": seed001_trained.appendices,
     "real_llm": real_llm.real_llm,
 }
-# Seconds per section on the 2-core CPU (measured; the ETA scales them by
+# Seconds per section on the 2-core CPU (quick: measured 2026-11-23, 24.5
+# min in all, real_llm 14 of it; the ETA scales them by
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 15, "figure5": 60, "prescribed": 25, "signrank": 40,
-              "figure1": 60, "figure3": 60, "natural": 40, "trained": 60,
-              "training": 60, "gradient": 40, "lowrank": 45, "spamlang": 30,
-              "encoding": 45, "appendices": 40, "real_llm": 420},
+    "quick": {"table1": 5, "figure5": 57, "prescribed": 5, "signrank": 18,
+              "figure1": 71, "figure3": 61, "natural": 59, "trained": 66,
+              "training": 44, "gradient": 71, "lowrank": 45, "spamlang": 61,
+              "encoding": 12, "appendices": 38, "real_llm": 850},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
+PRIOR_S = 120.0  # Weight of the estimates against measured section times.
 
 
 def environment() -> dict:
@@ -107,7 +109,10 @@ class Eta:
     return sum(self.est[n] for n in self.names)
 
   def remaining(self) -> float:
-    ratio = self.done_s / self.done_est if self.done_est else 1.0
+    # Measured / estimated, shrunk toward 1 by PRIOR_S of pseudo-time: one
+    # short section that ran 7x faster than estimated (table1: 2 s of 15)
+    # must not shrink the whole ETA 7x.
+    ratio = (self.done_s + PRIOR_S) / (self.done_est + PRIOR_S)
     k = self.names.index(self.current) if self.current else len(self.names)
     rest = sum(self.est[n] for n in self.names[k + 1:]) * ratio
     in_section = time.perf_counter() - self.current_start
