@@ -26,6 +26,7 @@ import numpy as np
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
 from bottleneck.lp import admm, bracket, certificates, polish, records, stream
+from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
@@ -68,7 +69,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   checks.open_interval("tolerance", tolerance, 0.0, np.inf)
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
   a = records.power_of_two_scaled(a)
-  facts = certificates.MatrixFacts(a)  # float64 products by row blocks.
+  facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   d = a.shape[1]
   m_pad = max([it.subset.size for it in instances] + [m_pad or 0])
   if m_pad >= d:

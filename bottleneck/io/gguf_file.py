@@ -73,8 +73,20 @@ def tensor(t, path: str) -> np.ndarray:
   if kind not in SUPPORTED:
     raise ValueError(f"`model` {path!r}: tensor {t.name} has quantisation "
                      f"type {kind}, not supported ({', '.join(SUPPORTED)}).")
-  return np.asarray(gguf.quants.dequantize(t.data, t.tensor_type),
-                    np.float32).reshape(tuple(int(s) for s in t.shape[::-1]))
+  shape = tuple(int(s) for s in t.shape[::-1])
+  row_len, n_rows = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
+  rows = np.asarray(t.data).reshape(n_rows, -1)  # Elements or block bytes.
+  out = np.empty((n_rows, row_len), np.float32)
+  for i in range(0, n_rows, _DEQUANT_ROWS):  # By row blocks: dequantize's
+    # temporaries are several times its output (a 262144 x 640 Q6_K
+    # embedding: +1.5 GB at once).
+    out[i:i + _DEQUANT_ROWS] = np.asarray(gguf.quants.dequantize(
+        rows[i:i + _DEQUANT_ROWS], t.tensor_type), np.float32).reshape(
+            -1, row_len)
+  return out.reshape(shape)
+
+
+_DEQUANT_ROWS = 8192
 
 
 def head_matrix(path: str, arg: str = "matrix") -> tuple[np.ndarray, str]:

@@ -28,112 +28,19 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 
 import numpy as np
 
 from bottleneck import linalg, prescribed
 from bottleneck.lp import polish
+from bottleneck.lp.facts import MatrixFacts
 
 _U = np.finfo(np.float64).eps / 2
 
 
 def _gamma(n: int) -> float:
   return n * _U / (1 - n * _U)
-
-
-class MatrixFacts:
-  """A with the per-row norms and per-column max |entries| that the
-  rounding bounds need (computed once per matrix, not per certificate),
-  and the QR of A_S^T of recently checked subsets (an instance is checked
-  several times). A float32 A is held as a float64 copy when that takes at
-  most `float64_bytes` (products are then plain BLAS), else as it is, with
-  every product formed in float64 by row blocks (exact for float32
-  entries; a 262144 x 640 head needs no 1.3 GB copy)."""
-
-  def __init__(self, a, float64_bytes: int = 1 << 30):
-    self.a = np.asarray(a)
-    if self.a.dtype not in (np.float32, np.float64) or (
-        self.a.dtype == np.float32 and self.a.size * 8 <= float64_bytes):
-      self.a = self.a.astype(np.float64)
-    self.row_norms = head_norms(self.a)
-    self.col_absmax = np.maximum(self.a.max(axis=0), -self.a.min(axis=0)
-                                 ).astype(np.float64)
-    self._twins = None
-    self._one_sided = None
-    self._qr = collections.OrderedDict()
-
-  @property
-  def one_sided(self) -> bool:
-    """Whether >= 95% of the rows lie on one side of the mean row: the
-    matrices where rays (t* = -inf) occur (SmolLM2-135M, Gemma 3's head;
-    a Gaussian matrix has half its rows on each side). Only decides
-    whether `verify` tries to prove t* = -inf for a FEASIBLE verdict."""
-    if self._one_sided is None:
-      mean = np.asarray(self.a.sum(axis=0, dtype=np.float64)) / len(self.a)
-      self._one_sided = bool(np.mean(polish.matvec(self.a, mean) > 0) >= 0.95)
-    return self._one_sided
-
-  def qr(self, subset):
-    """(q, r) of A_S^T (reduced), cached for the last 64 subsets."""
-    key = np.asarray(subset).tobytes()
-    if key not in self._qr:
-      self._qr[key] = np.linalg.qr(self.rows(subset).T)
-      if len(self._qr) > 64:
-        self._qr.popitem(last=False)
-    self._qr.move_to_end(key)
-    return self._qr[key]
-
-  def null_basis(self, subset):
-    """Z [d, d - m]: orthonormal basis of null(A_S) (complete QR of A_S^T,
-    cached like `qr`)."""
-    key = b"null" + np.asarray(subset).tobytes()
-    if key not in self._qr:
-      q = np.linalg.qr(self.rows(subset).T, mode="complete")[0]
-      self._qr[key] = q[:, np.asarray(subset).size:]
-      if len(self._qr) > 64:
-        self._qr.popitem(last=False)
-    self._qr.move_to_end(key)
-    return self._qr[key]
-
-  def rows(self, index) -> np.ndarray:
-    """Rows of A as float64."""
-    return self.a[np.asarray(index)].astype(np.float64)
-
-  def rmatvec(self, mu) -> np.ndarray:
-    """A^T mu in float64 over the nonzero entries of mu."""
-    nz = np.flatnonzero(mu)
-    return self.rows(nz).T @ np.asarray(mu, np.float64)[nz]
-
-  def rowspace(self, subset, y):
-    """linalg.rowspace of A_S through the cached QR: (x_par, q)."""
-    q, r = self.qr(subset)
-    return q @ np.linalg.solve(r.T, np.asarray(y, np.float64)), q
-
-  @property
-  def twins(self) -> np.ndarray:
-    """Per row, the id of its group of bit-identical rows (-1: unique).
-    Trained heads have such rows (SmolLM2-135M: 15 rows in 4 groups)."""
-    if self._twins is None:  # Identical rows share a key; sort by it and
-      # compare neighbours bit for bit (np.unique(axis=0) would copy A twice).
-      key = polish.matvec(self.a, np.random.default_rng(0).standard_normal(
-          self.a.shape[1]))
-      order = np.argsort(key, kind="stable")
-      twins = np.full(self.a.shape[0], -1, np.int64)
-      for i in np.flatnonzero(key[order][1:] == key[order][:-1]):
-        p, q = order[i], order[i + 1]
-        if np.array_equal(self.a[p], self.a[q]):
-          twins[q] = twins[p] = twins[p] if twins[p] >= 0 else p
-      self._twins = twins
-    return self._twins
-
-
-def head_norms(a) -> np.ndarray:
-  """|a_j| per row in float64, by row blocks."""
-  return np.concatenate([np.linalg.norm(a[i:i + 8192].astype(np.float64),
-                                        axis=1)
-                         for i in range(0, a.shape[0], 8192)])
 
 
 def _facts(a) -> MatrixFacts:

@@ -33,7 +33,7 @@ def vertex(a, subset, y, x):
   Returns x_v, or None if that system is singular (degenerate guesses, or
   rows of the matrix that coincide).
   """
-  a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
+  a = getattr(a, "a", a)  # A matrix or facts.MatrixFacts.
   subset = np.asarray(subset)
   d, m = a.shape[1], subset.size
   rows = _basis_rows(a, subset, x, d + 1 - m)
@@ -72,7 +72,7 @@ def basis(a, subset, y, x):
   dual point A_S^T lam = A_J^T mu_J, sum mu_J = 1 (mu as an [N] vector,
   None unless mu_J >= 0), one LU for both. None, None if singular."""
   import scipy.linalg  # pylint: disable=g-import-not-at-top
-  a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
+  a = getattr(a, "a", a)  # A matrix or facts.MatrixFacts.
   subset = np.asarray(subset)
   d, m = a.shape[1], subset.size
   rows = _basis_rows(a, subset, x, d + 1 - m)
@@ -118,7 +118,7 @@ def dual(a, subset, mu, x=None, support_factor: float = 2.0,
   """
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   facts = a if hasattr(a, "qr") else None
-  a = getattr(a, "a", a)  # A matrix or certificates.MatrixFacts.
+  a = getattr(a, "a", a)  # A matrix or facts.MatrixFacts.
   subset = np.asarray(subset)
   n, d = a.shape
   mu0 = np.clip(np.asarray(mu, np.float64), 0.0, None)

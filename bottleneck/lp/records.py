@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from bottleneck.lp import bracket, certificates, exact
+from bottleneck.lp.facts import head_norms
 from bottleneck.lp.instances import Instance
 
 
@@ -106,7 +107,7 @@ def power_of_two_scaled(a):
   multiplier is unchanged (x scales by 2^-k) and the product is exact, but
   absolute tolerances of the solver and the rounding bounds then see a
   matrix of unit size (a matrix scaled by 1e6 or 1e-6 decides alike)."""
-  rms = float(np.sqrt(np.mean(certificates.head_norms(a[::max(
+  rms = float(np.sqrt(np.mean(head_norms(a[::max(
       1, len(a) // 65536)]) ** 2)))
   k = -int(np.round(np.log2(rms))) if rms > 0 else 0
   return a * np.asarray(2.0 ** k, a.dtype) if abs(k) >= 3 else a

@@ -61,6 +61,16 @@ class Subject:
             "bos": None if self.tokenizer is None else self.tokenizer.bos_id}
 
 
+def _on_device(tree: dict) -> dict:
+  """The numpy parameter tree as jax arrays, leaf by leaf and in place: each
+  host copy is dropped as soon as its device copy exists (jax.tree.map
+  held both trees: Gemma 3 270M peaked at 3.1 GB while loading)."""
+  for key, value in tree.items():
+    tree[key] = (_on_device(value) if isinstance(value, dict) else
+                 jnp.asarray(value))
+  return tree
+
+
 def load_subject(workdir: str | None = None, hf_dir: str | None = None,
                  model: str | None = None, dtype: str = "float32"):
   """A subject from a spec (module docstring). Real checkpoints are held in
@@ -76,7 +86,7 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
       params, cfg, tok = loaders.load_gguf(path, dtype)
       name = kind if kind in zoo.NAMES else os.path.splitext(
           os.path.basename(path))[0]
-      return Subject(jax.tree.map(jnp.asarray, params), cfg, tok, name)
+      return Subject(_on_device(params), cfg, tok, name)
     if kind == "run":
       workdir = rest
     elif kind == "hf":
@@ -85,7 +95,7 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
       raise ValueError(f"`model` must be {SPECS}; got {model!r}.")
   if hf_dir:
     params, cfg = loaders.load_hf(hf_dir, dtype)
-    return Subject(jax.tree.map(jnp.asarray, params), cfg,
+    return Subject(_on_device(params), cfg,
                    tokenizers.load("hf:" + hf_dir),
                    os.path.basename(os.path.normpath(hf_dir)))
   from train.training import runs  # pylint: disable=g-import-not-at-top

@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import threading
@@ -182,7 +183,7 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
                   f"{', '.join(missing) or 'none'}.")
   parts = header + [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
                     f"\n\n_Section `{n}` ran in {sections[n]['seconds']:.1f}"
-                    " s._" for n in order]
+                    f" s{_peak(sections[n])}._" for n in order]
   for name, text in (("report.md", "\n\n".join(parts) + "\n"),
                      ("results.json", cli.to_json(
                          {"environment": env, "config": config.to_dict(),
@@ -191,6 +192,11 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
     with open(tmp, "w") as f:
       f.write(text)
     os.replace(tmp, os.path.join(outdir, name))  # Never half a file.
+
+
+def _peak(section: dict) -> str:
+  gb = section.get("peak_rss_gb_so_far")
+  return "" if gb is None else f"; the process's peak RSS so far {gb:.2f} GB"
 
 
 def run(config, outdir: str, only: list[str] | None = None) -> dict:
@@ -215,12 +221,15 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
         section = SECTIONS[name](config, outdir)
         seconds = time.perf_counter() - start
         eta.end(seconds)
+        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         sections[name] = dict(section.numbers, seconds=seconds,
+                              peak_rss_gb_so_far=round(peak_gb, 2),
                               title=section.title, markdown=section.body)
         state = ("complete" if all(n in sections for n in SECTIONS) else
                  "sections run: " + ", ".join(names))
         _write(outdir, config, env, sections, state)
-        eta.say(f"wrote {name} ({seconds:.0f} s),")
+        eta.say(f"wrote {name} ({seconds:.0f} s, peak RSS so far "
+                f"{peak_gb:.1f} GB),")
     except KeyboardInterrupt:
       stop.set()
       _write(outdir, config, env, sections, "interrupted")
