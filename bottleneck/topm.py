@@ -81,12 +81,13 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
         delta=delta, devices=devices, policy=policy, first_check=first_check,
         objective=objective, tolerance=tolerance, working_set=working_set)
-    plain = [k for k in range(len(instances)) if k not in set(repeated)]
+    plain = [k for k in range(len(instances)) if k not in repeated]
     details = dict(zip(plain, again(a, [instances[k] for k in plain],
                                     progress=progress, m_pad=m_pad)))
-    for k in repeated:
+    for k, pairs in repeated.items():
       details[k] = records.solve_repeated(
-          lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k])
+          lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k],
+          pairs)
     return [details[k] for k in range(len(instances))]
   if working_set is not None and not (
       m_pad <= working_set <= a.shape[0] - m_pad):

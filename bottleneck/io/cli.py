@@ -198,6 +198,13 @@ def persistent_compile_cache() -> str | None:
   return path
 
 
+def _last_line(error: Exception) -> str:
+  """The last non-empty line of an error's message (ml_collections wraps a
+  config file's own error in several)."""
+  lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+  return lines[-1] if lines else repr(error)
+
+
 def run_binary(main, define_flags) -> None:
   """absl entry point: defines flags, runs `main`, turns bad input into
   'error: ...' on stderr with exit status 2 (no traceback); a run that
@@ -221,8 +228,7 @@ def run_binary(main, define_flags) -> None:
       sys.stderr.write("interrupted\n")
       sys.exit(130)
     except OSError as e:  # A file a flag names (e.g. --config) is unusable.
-      lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-      sys.stderr.write(f"error: {lines[-1] if lines else e}\n")
+      sys.stderr.write(f"error: {_last_line(e)}\n")
       sys.exit(2)
     except FloatingPointError as e:
       sys.stderr.write(f"error: {e}\n")
@@ -240,13 +246,18 @@ def run_binary(main, define_flags) -> None:
       message = (f"a --config.* flag names a field the config does not "
                  f"have: {e}")
     except OSError as e:  # A --config file that cannot be read.
-      lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-      message = f"a --config file could not be loaded: {lines[-1]}"
+      message = f"a --config file could not be loaded: {_last_line(e)}"
     sys.stderr.write(f"error: {message}\n")
     sys.exit(2)
 
   define_flags()
   app.run(wrapped, flags_parser=parse_flags)
+
+
+def peak_rss_gb() -> float:
+  """This process's peak resident memory so far (Linux ru_maxrss, KiB)."""
+  import resource  # pylint: disable=g-import-not-at-top
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def say(message: str) -> None:

@@ -33,6 +33,19 @@ def vertex(a, subset, y, x):
   Returns x_v, or None if that system is singular (degenerate guesses, or
   rows of the matrix that coincide).
   """
+  system, rhs, _ = _basis_system(a, subset, y, x)
+  d = system.shape[0] - 1
+  try:
+    solution = np.linalg.solve(system, rhs)
+  except np.linalg.LinAlgError:
+    return None
+  return solution[:d] if np.all(np.isfinite(solution)) else None
+
+
+def _basis_system(a, subset, y, x):
+  """The (d + 1) x (d + 1) system of the basis {S, J}, J = the d + 1 - m
+  rows of largest logit at x: [A_S 0; A_J -1] [x_v; t_v] = [y; 0]. Returns
+  (system, rhs, J)."""
   a = getattr(a, "a", a)  # A matrix or facts.MatrixFacts.
   subset = np.asarray(subset)
   d, m = a.shape[1], subset.size
@@ -41,11 +54,7 @@ def vertex(a, subset, y, x):
   system[:m, :d], system[m:, :d], system[m:, d] = a[subset], a[rows], -1.0
   rhs = np.zeros(d + 1)
   rhs[:m] = y
-  try:
-    solution = np.linalg.solve(system, rhs)
-  except np.linalg.LinAlgError:
-    return None
-  return solution[:d] if np.all(np.isfinite(solution)) else None
+  return system, rhs, rows
 
 
 def _basis_rows(a, subset, x, k: int):
@@ -72,14 +81,8 @@ def basis(a, subset, y, x):
   dual point A_S^T lam = A_J^T mu_J, sum mu_J = 1 (mu as an [N] vector,
   None unless mu_J >= 0), one LU for both. None, None if singular."""
   import scipy.linalg  # pylint: disable=g-import-not-at-top
-  a = getattr(a, "a", a)  # A matrix or facts.MatrixFacts.
-  subset = np.asarray(subset)
-  d, m = a.shape[1], subset.size
-  rows = _basis_rows(a, subset, x, d + 1 - m)
-  system = np.zeros((d + 1, d + 1))
-  system[:m, :d], system[m:, :d], system[m:, d] = a[subset], a[rows], -1.0
-  rhs = np.zeros(d + 1)
-  rhs[:m] = y
+  system, rhs, rows = _basis_system(a, subset, y, x)
+  d, m = system.shape[0] - 1, np.asarray(subset).size
   try:
     lu = scipy.linalg.lu_factor(system, check_finite=False)
   except (ValueError, np.linalg.LinAlgError):
@@ -95,7 +98,7 @@ def basis(a, subset, y, x):
   mu_j = -dual_sol[m:]
   mu = None
   if np.all(np.isfinite(mu_j)) and np.all(mu_j >= 0) and mu_j.sum() > 0:
-    mu = np.zeros(a.shape[0])
+    mu = np.zeros(getattr(a, "a", a).shape[0])
     mu[rows] = mu_j / mu_j.sum()
   x_v = primal[:d] if np.all(np.isfinite(primal)) else None
   return x_v, mu

@@ -5,6 +5,7 @@ input checks on subsets, and the ETA model of a stream of instances."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 
@@ -28,13 +29,15 @@ def repeated_rows(facts, subset) -> list[tuple[int, int]]:
   return pairs
 
 
-def check_subsets(facts, instances) -> list[int]:
+def check_subsets(facts, instances) -> dict[int, list[tuple[int, int]]]:
   """Every A_S, repeated rows counted once, has full row rank (else no x
-  prescribes y_S); returns the instances holding repeated rows."""
-  repeated = []
+  prescribes y_S); returns {instance: its repeated_rows} where there are
+  some."""
+  repeated = {}
   for k, it in enumerate(instances):
     pairs = repeated_rows(facts, it.subset)
-    repeated += [k] if pairs else []
+    if pairs:
+      repeated[k] = pairs
     rows = np.delete(it.subset, [j for _, j in pairs])
     if np.linalg.matrix_rank(facts.rows(rows)) < rows.size:
       raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
@@ -42,14 +45,13 @@ def check_subsets(facts, instances) -> list[int]:
   return repeated
 
 
-def solve_repeated(solve_one, a, facts, inst: Instance) -> dict:
+def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
   """An instance whose subset holds identical rows i, j: their equalities
   a_i x = y_i, a_j x = y_j repeat (y_i = y_j: the LP is the one without
   token j, solved on A without row j by `solve_one(a, instance)`) or
   contradict (y_i != y_j: INFEASIBLE, t* = +inf, certificate 'twin_rows',
-  checked on the float64 rows)."""
+  checked on the float64 rows). `pairs`: its `repeated_rows`."""
   start = time.perf_counter()
-  pairs = repeated_rows(facts, inst.subset)
   for i, j in pairs:
     if inst.y[i] != inst.y[j]:
       rows = inst.subset[[i, j]]
@@ -74,32 +76,36 @@ class CostModel:
   """The LP's ETA: the remaining instances' expected iterations (the mean
   of the finished ones of the same m; the queue is shuffled, so every m is
   sampled early) times the seconds per iteration measured since the first
-  instance finished (compilation excluded)."""
+  instance finished (compilation excluded). O(distinct m) per update."""
 
   def __init__(self, m_of_instance):
     self.m = list(m_of_instance)
-    self.left = dict.fromkeys(range(len(self.m)))
-    self.iters: dict[int, list[int]] = {}
+    self.left = collections.Counter(self.m)  # Unfinished instances per m.
+    self.sum = collections.Counter()  # Finished iterations per m.
+    self.count = collections.Counter()  # Finished instances per m.
     self.t0 = self.t_last = None
     self.done_iters = 0
 
   def finished(self, index: int, iterations: int) -> None:
     now = time.perf_counter()
+    iterations = max(iterations, 1)
     if self.t0 is None:
       self.t0 = now
     else:
-      self.done_iters += max(iterations, 1)
+      self.done_iters += iterations
     self.t_last = now
-    self.left.pop(index, None)
-    self.iters.setdefault(self.m[index], []).append(max(iterations, 1))
+    m = self.m[index]
+    self.left[m] -= 1
+    self.sum[m] += iterations
+    self.count[m] += 1
 
   def eta(self) -> float | None:
     if not self.done_iters or self.t_last == self.t0:
       return None
-    every = [i for its in self.iters.values() for i in its]
-    mean = lambda m: float(np.mean(self.iters.get(m, every)))
+    every = sum(self.sum.values()) / sum(self.count.values())
+    mean = lambda m: self.sum[m] / self.count[m] if self.count[m] else every
     rate = (self.t_last - self.t0) / self.done_iters
-    return rate * sum(mean(self.m[i]) for i in self.left)
+    return rate * sum(n * mean(m) for m, n in self.left.items() if n)
 
 
 def power_of_two_scaled(a):

@@ -153,11 +153,12 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       claim = admm.STATUS_NAMES[int(status[i])]
       mu_i = admm.multipliers(n, mu[i], mu_idx[i])
       age = int(decided[i] - started[i])
-      verdict = (verify(slots[i], claim, x_rot[i], mu_i) if verify and
-                 status[i] != admm.MAX_ITER else None)
-      if verify and status[i] != admm.MAX_ITER and verdict is None:
-        resumed.append(i)  # Not certified: iterate on.
-        continue
+      verdict = None
+      if verify and status[i] != admm.MAX_ITER:
+        verdict = verify(slots[i], claim, x_rot[i], mu_i)
+        if verdict is None:
+          resumed.append(i)  # Not certified: iterate on.
+          continue
       yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict)
     if resumed:
       which = np.zeros(batch, bool)

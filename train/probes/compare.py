@@ -185,18 +185,14 @@ def _windows(say, subject):
   return update
 
 
-def _peak_gb() -> float:
-  import resource  # pylint: disable=g-import-not-at-top
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
 def _timer(seconds: dict, say, name: str):
   class Timed:
     def __init__(self, what):
       self.what = what
 
     def __enter__(self):
-      say(f"{name}: {self.what} ... (peak RSS so far {_peak_gb():.1f} GB)")
+      say(f"{name}: {self.what} ... (peak RSS so far "
+          f"{cli.peak_rss_gb():.1f} GB)")
       self.start = time.perf_counter()
 
     def __exit__(self, *exc):

@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import threading
@@ -111,8 +110,8 @@ class Eta:
 
   def remaining(self) -> float:
     # Measured / estimated, shrunk toward 1 by PRIOR_S of pseudo-time: one
-    # short section that ran 7x faster than estimated (table1: 2 s of 15)
-    # must not shrink the whole ETA 7x.
+    # short section that ran several times faster than estimated must not
+    # shrink the whole ETA as much.
     ratio = (self.done_s + PRIOR_S) / (self.done_est + PRIOR_S)
     k = self.names.index(self.current) if self.current else len(self.names)
     rest = sum(self.est[n] for n in self.names[k + 1:]) * ratio
@@ -221,7 +220,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
         section = SECTIONS[name](config, outdir)
         seconds = time.perf_counter() - start
         eta.end(seconds)
-        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        peak_gb = cli.peak_rss_gb()
         sections[name] = dict(section.numbers, seconds=seconds,
                               peak_rss_gb_so_far=round(peak_gb, 2),
                               title=section.title, markdown=section.body)
@@ -231,7 +230,6 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
         eta.say(f"wrote {name} ({seconds:.0f} s, peak RSS so far "
                 f"{peak_gb:.1f} GB),")
     except KeyboardInterrupt:
-      stop.set()
       _write(outdir, config, env, sections, "interrupted")
       sys.stderr.write(f"interrupted; partial report written to "
                        f"{outdir}/report.md ({len(sections)} of "
