@@ -6,10 +6,15 @@ gradient of the summed cross-entropy with respect to the logits is
   G = softmax(H W^T + b) - onehot(y)            (T x V, eq. 7 per token)
 
 and backpropagation hands the backbone only G W (eq. 9): the part of each row
-of G in ker(W^T) is destroyed. With W = Q R (thin QR, Q: V x D orthonormal),
+of G in ker(W^T) is destroyed. With P_W the projection onto col(W),
 
-  destroyed fraction  |P_ker G|_F / |G|_F = sqrt(1 - |G Q|_F^2 / |G|_F^2)
+  destroyed fraction  |P_ker G|_F / |G|_F = sqrt(1 - |P_W G|_F^2 / |G|_F^2)
                                                          (eq. 10: norm ratio)
+
+|P_W g| is read through a D x D whitener M of the head (W^T W = U L U^T,
+M = U L^{-1/2} on the non-null eigenvalues): |P_W g|^2 = |(g W) M|^2, so no
+V x D basis is ever formed (262144 x 640 would cost 0.7 GB more) and a
+rank-deficient head (W = A B, rank < D) is handled exactly.
 
 The squared ratio |P_ker G|_F^2 / |G|_F^2 is reported too; the paper's
 95-99% is the norm ratio of eq. 10. Everything is chunked over tokens
@@ -43,9 +48,26 @@ def _check(h_txd, w_vxd, b_v, y_t):
     raise ValueError(f"`targets` must be token ids in [0, {w[0] - 1}].")
 
 
-def head_basis(w_vxd):
-  """Q with orthonormal columns spanning col(W) (the thin QR of W)."""
-  return jnp.linalg.qr(jnp.asarray(w_vxd, jnp.float32))[0]
+def whitener_from_gram(gram_dxd, rcond: float):
+  """M = U L^{-1/2} (columns of null eigenvalues zero) for W^T W = U L U^T:
+  then W M has orthonormal columns spanning col(W) and |P_W g| = |g W M|.
+  Works on numpy and jax arrays (the training probe calls it under jit);
+  eigenvalues below rcond * max count as null."""
+  xp = jnp if isinstance(gram_dxd, jax.Array) else np
+  lam, u = xp.linalg.eigh(gram_dxd)
+  keep = lam > rcond * xp.max(lam)
+  return u * xp.where(keep, 1.0 / xp.sqrt(xp.where(keep, lam, 1.0)), 0.0)[None, :]
+
+
+def head_whitener(w_vxd, block: int = 16384):
+  """The whitener of W (float32 D x D) from its Gram matrix accumulated in
+  float64 by blocks of rows (never a float64 copy of W)."""
+  n, d = np.shape(w_vxd)
+  gram = np.zeros((d, d), np.float64)
+  for i in range(0, n, block):
+    rows = np.asarray(w_vxd[i:i + block], np.float64)
+    gram += rows.T @ rows
+  return whitener_from_gram(gram, 1e-12).astype(np.float32)
 
 
 def logit_gradients(h_txd, w_vxd, b_v, y_t):
@@ -57,17 +79,18 @@ def logit_gradients(h_txd, w_vxd, b_v, y_t):
       y_t, w_vxd.shape[0], dtype=logits.dtype)
 
 
-def head_statistics(h_btd, y_bt, w_vxd, b_v, q_vxd, chunk: int,
+def head_statistics(h_btd, y_bt, w_vxd, b_v, m_dxd, chunk: int,
                     softcap: float = 0.0, valid_b=None):
   """Everything the probes need from the logits of a batch of windows, in
   one pass, `chunk` positions of each window at a time (lax.scan over T:
   never more than B x chunk x V logits; B stays sharded).
 
-  Per position: -log p(y), whether y is the most likely token and (with Q)
-  cos(g, P_W g), whose sine is the fraction of g's norm destroyed. Summed
-  over positions: the next-token distribution (seed 003's alpha, times the
-  count), and with Q = `q_vxd` (None skips them) seed 002's |g|^2,
-  |Q^T g|^2 and cos(g, P_W g) for g = softmax(z) - onehot(y), z = H W^T + b
+  Per position: -log p(y), whether y is the most likely token and (with the
+  whitener M) cos(g, P_W g), whose sine is the fraction of g's norm
+  destroyed. Summed over positions: the next-token distribution (seed 003's
+  alpha, times the count), and with M = `m_dxd` (None skips them) seed 002's
+  |g|^2, |P_W g|^2 and cos(g, P_W g) for g = softmax(z) - onehot(y),
+  z = H W^T + b
   (eq. 7). With final-logit soft-capping (c tanh(z / c), Gemma 2), the model
   distribution uses the capped logits and g is the gradient with respect to
   z, the part that reaches W^T. valid_b: 0/1 per window (padding windows
@@ -97,12 +120,16 @@ def head_statistics(h_btd, y_bt, w_vxd, b_v, q_vxd, chunk: int,
     p = jnp.exp(zc - lse[..., None])
     mask = windows[:, None] * m[None, :].astype(p.dtype)  # [B, c]: 0 = pad.
     out = dict(acc, alpha=acc["alpha"] + jnp.einsum("bcv,bc->v", p, mask))
-    if q_vxd is not None:
+    if m_dxd is not None:
+      slope = (1.0 - jnp.tanh(z / softcap) ** 2) if softcap else None
       g = p - jax.nn.one_hot(y_c, v, dtype=p.dtype)
-      if softcap:
-        g = g * (1.0 - jnp.tanh(z / softcap) ** 2)
-      total = jnp.sum(g * g, axis=-1)  # |g_t|^2
-      visible = jnp.sum((g @ q_vxd) ** 2, axis=-1)  # |Q^T g_t|^2
+      total = jnp.sum((g if slope is None else g * slope) ** 2, axis=-1)
+      # g W = (p s) W - s_y w_y: the one-hot kept out of the V-long product
+      # (XLA:CPU fused it into the GEMM's operand and ran 8x slower).
+      ps, s_y = (p, 1.0) if slope is None else (
+          p * slope, jnp.take_along_axis(slope, y_c[..., None], -1))
+      g_w = ps @ w_vxd - s_y * jnp.take(w_vxd, y_c, axis=0)  # [B, c, D]
+      visible = jnp.sum((g_w @ m_dxd) ** 2, axis=-1)  # |P_W g_t|^2
       cos = jnp.sqrt(jnp.clip(visible / jnp.maximum(total, 1e-30), 0.0, 1.0))
       out.update(grad_sq=acc["grad_sq"] + jnp.sum(mask * total),
                  visible_sq=acc["visible_sq"] + jnp.sum(mask * visible),
@@ -112,20 +139,20 @@ def head_statistics(h_btd, y_bt, w_vxd, b_v, q_vxd, chunk: int,
 
   zero = jnp.zeros((), jnp.float32)
   init = {"alpha": jnp.zeros((v,), jnp.float32)}
-  if q_vxd is not None:
+  if m_dxd is not None:
     init.update(grad_sq=zero, visible_sq=zero, cos_sum=zero)
   sums, (nll, top1, cos) = jax.lax.scan(body, init, (h, y, valid))
   unchunk = lambda a: a.swapaxes(0, 1).reshape(b, n * chunk)[:, :t]
   out = dict(sums, nll=unchunk(nll), top1=unchunk(top1))
-  if q_vxd is not None:
+  if m_dxd is not None:
     out["cos"] = unchunk(cos)
   return out
 
 
-def bottleneck_stats(h_txd, w_vxd, b_v, y_t, q_vxd, chunk: int):
-  """Sums over tokens of |g|^2, |Q^T g|^2 and cos(g, P_W g): pure jnp,
+def bottleneck_stats(h_txd, w_vxd, b_v, y_t, m_dxd, chunk: int):
+  """Sums over tokens of |g|^2, |P_W g|^2 and cos(g, P_W g): pure jnp,
   jittable (the training-time probe and `destroyed_fraction`)."""
-  out = head_statistics(h_txd[None], y_t[None], w_vxd, b_v, q_vxd, chunk)
+  out = head_statistics(h_txd[None], y_t[None], w_vxd, b_v, m_dxd, chunk)
   return {k: out[k] for k in ("grad_sq", "visible_sq", "cos_sum")}
 
 
@@ -135,7 +162,7 @@ _stats_jit = jax.jit(bottleneck_stats, static_argnames="chunk")
 def destroyed_fraction(h_txd, w_vxd, b_v, y_t, chunk: int = 1024) -> dict:
   """Eq. (10) over all tokens, plus the squared ratio and App. D's cosine.
 
-  mean_cosine: the average over tokens of cos(g_t, P_W g_t) = |Q^T g_t| /
+  mean_cosine: the average over tokens of cos(g_t, P_W g_t) = |P_W g_t| /
   |g_t|, the alignment of what the backbone sees with the true gradient.
   """
   _check(h_txd, w_vxd, b_v, y_t)
@@ -143,7 +170,7 @@ def destroyed_fraction(h_txd, w_vxd, b_v, y_t, chunk: int = 1024) -> dict:
   h = jnp.asarray(h_txd, jnp.float32)
   w = jnp.asarray(w_vxd, jnp.float32)
   b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
-  out = _stats_jit(h, w, b, jnp.asarray(y_t, jnp.int32), head_basis(w),
+  out = _stats_jit(h, w, b, jnp.asarray(y_t, jnp.int32), head_whitener(w),
                    chunk=min(chunk, h.shape[0]))
   total, visible = float(out["grad_sq"]), float(out["visible_sq"])
   lost_sq = max(total - visible, 0.0) / total
@@ -157,15 +184,15 @@ def coefficient_profiles(h_txd, w_vxd, b_v, y_t, top: int = 50,
   """Fig. 7: full vs projected (visible) gradient coefficients.
 
   Per token, coefficients sorted by |full gradient|; the projected gradient
-  P_W g = Q Q^T g is read in the same order. Returns mean and std over
+  P_W g = W M M^T W^T g is read in the same order. Returns mean and std over
   tokens at the first `top` ranks and at `tail_points` log-spaced ranks.
   """
   _check(h_txd, w_vxd, b_v, y_t)
   w = jnp.asarray(w_vxd, jnp.float32)
   g = logit_gradients(jnp.asarray(h_txd, jnp.float32), w,
                       None if b_v is None else jnp.asarray(b_v), y_t)
-  q = head_basis(w)
-  proj = (g @ q) @ q.T
+  m = jnp.asarray(head_whitener(w))
+  proj = (((g @ w) @ m) @ m.T) @ w.T  # P_W g = W M M^T W^T g, no V x D.
   order = jnp.argsort(-jnp.abs(g), axis=-1)
   g_sorted = np.asarray(jnp.take_along_axis(g, order, axis=-1))
   p_sorted = np.asarray(jnp.take_along_axis(proj, order, axis=-1))

@@ -114,7 +114,11 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.trained = lp_block(
       matrices=("minilm",),  # Add e.g. 'hf:/path/to/gpt2' when available.
       m=at("40,80", "30..70:5", "20..160:10"),  # m values.
-      trials=at(2, 10, 100))  # Subsets per m.
+      trials=at(2, 10, 100),  # Subsets per m.
+      # The optimum t* (solve mode) at these m, on other subsets ('': off).
+      solve_m=at("40", "50", "30..80:10"),
+      solve_trials=at(2, 8, 100),  # Subsets per m of the t* sweep.
+      solve_tolerance=1e-3)  # Relative width of t*'s certified bracket.
 
   # Seed 004: thesis architectures trained briefly on the embedded default.
   c.training = config_dict.ConfigDict()

@@ -42,16 +42,55 @@ class GradientTest(parameterized.TestCase):
     self.assertAlmostEqual(got["mean_cosine"], per_token_cos.mean(),
                            delta=2e-4)
 
+  def test_rank_deficient_head_projects_on_its_column_space(self):
+    # A low-rank head W = A B (rank 3 < D = 8, seed 002 Fig. 1): only col(W)
+    # reaches the backbone; a D-column basis from a QR of W would count 5
+    # spurious directions as visible.
+    h, _, b, y = _head(200, 50, 8, seed=4)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((50, 3)) @ rng.standard_normal((3, 8))
+    g = _np_grad(h, w, b, y)
+    proj = g @ linalg.orth(w)
+    lost = np.sqrt(1 - np.sum(proj**2) / np.sum(g**2))
+    got = gradient.destroyed_fraction(h, w, b, y, chunk=64)
+    self.assertAlmostEqual(got["norm_ratio"], lost, delta=2e-4)
+    # The jitted training-probe path: whitener from a float32 Gram.
+    gram = jax.numpy.asarray(w.T @ w, jax.numpy.float32)
+    m = jax.jit(gradient.whitener_from_gram, static_argnums=1)(gram, 1e-6)
+    np.testing.assert_allclose(np.linalg.norm(g @ w @ np.asarray(m)),
+                               np.linalg.norm(proj), rtol=1e-4)
+
+  def test_softcapped_head_statistics_vs_float64(self):
+    # Gemma 2's final-logit soft-cap: p from c tanh(z / c), g with respect
+    # to z (the part that reaches W^T), against a float64 numpy reference.
+    h, w, b, y = _head(150, 70, 8, seed=7)
+    cap = 2.0
+    z = h @ w.T + b
+    p = special.softmax(cap * np.tanh(z / cap), axis=1)
+    g = p.copy()
+    g[np.arange(len(y)), y] -= 1.0
+    g *= 1.0 - np.tanh(z / cap) ** 2
+    proj = g @ linalg.orth(w)
+    f32 = lambda a: np.asarray(a, np.float32)
+    got = gradient.head_statistics(
+        f32(h)[None], np.asarray(y, np.int32)[None], f32(w), f32(b),
+        gradient.head_whitener(w), 32, softcap=cap)
+    np.testing.assert_allclose(got["grad_sq"], np.sum(g**2), rtol=1e-4)
+    np.testing.assert_allclose(got["visible_sq"], np.sum(proj**2), rtol=1e-4)
+    np.testing.assert_allclose(
+        got["nll"][0], -np.log(p[np.arange(len(y)), y]), rtol=1e-4)
+    np.testing.assert_allclose(got["alpha"], p.sum(0), rtol=1e-4, atol=1e-6)
+
   def test_chunking_and_jit_do_not_change_the_sums(self):
     h, w, b, y = _head(257, 50, 6)
     a = gradient.destroyed_fraction(h, w, b, y, chunk=7)
     c = gradient.destroyed_fraction(h, w, b, y, chunk=4096)
     self.assertAlmostEqual(a["norm_ratio"], c["norm_ratio"], places=5)
-    q = gradient.head_basis(w)
+    m = gradient.head_whitener(w)
     args = [np.asarray(x, np.float32) for x in (h, w, b)]
-    eager = gradient.bottleneck_stats(*args, y, q, 32)
+    eager = gradient.bottleneck_stats(*args, y, m, 32)
     jitted = jax.jit(gradient.bottleneck_stats, static_argnames="chunk")(
-        *args, y, q, chunk=32)
+        *args, y, m, chunk=32)
     for key in eager:
       np.testing.assert_allclose(eager[key], jitted[key], rtol=1e-5)
 

@@ -222,3 +222,35 @@ def sweep_fit(x, m_star, xlabel: str, slope=None, title: str = "",
   ax.set_title(title or f"Figure 3: m* against {xlabel.split()[0]}")
   ax.legend(fontsize=7)
   return fig
+
+
+def tstar_strips(curves: dict, threshold: float = 1.0, title: str = ""):
+  """Solve mode's optimum t* (largest other logit when S is held at 1) per
+  subset against m, one strip and median line per matrix; S can be the top
+  m exactly where t* < threshold (dashed). curves: label -> records of
+  `topm.summarize` with per-trial `upper_bound` and `bracket_closed`;
+  subsets with t* = -inf (a ray) are counted in the legend."""
+  fig, ax = plt.subplots(figsize=(6.5, 4))
+  rng = np.random.default_rng(0)
+  for k, (label, records) in enumerate(curves.items()):
+    t_per_m = [np.array([x["upper_bound"] for x in r["trials_detail"]
+                         if x.get("bracket_closed")]) for r in records]
+    ms = [r["m"] for r in records]
+    span = min(np.diff(ms)) if len(ms) > 1 else 1.0
+    rays = sum(int(np.sum(t == -np.inf)) for t in t_per_m)
+    for i, (m, t) in enumerate(zip(ms, t_per_m)):
+      finite = t[np.isfinite(t)]
+      x = m + span * ((k - (len(curves) - 1) / 2) * 0.15 +
+                      rng.uniform(-0.05, 0.05, finite.size))
+      ax.scatter(x, finite, s=10, alpha=0.5, color=f"C{k}", label=(
+          label + (f" ({rays} with t* = -inf)" if rays else ""))
+                 if i == 0 else None)
+    ax.plot([m for m, t in zip(ms, t_per_m) if t.size],
+            [np.median(t) for t in t_per_m if t.size], "-", color=f"C{k}")
+  ax.axhline(threshold, ls="--", color="k", lw=1,
+             label="threshold: selectable below")
+  ax.set_xlabel("m (tokens held at logit 1)")
+  ax.set_ylabel("t* = min over x of the largest other logit")
+  ax.set_title(title or "Optimum t* of the top-m LP per subset")
+  ax.legend(fontsize=8)
+  return fig

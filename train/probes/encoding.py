@@ -18,7 +18,8 @@ import numpy as np
 from bottleneck import encoding
 from train.models import gpt
 from train.probes import plots
-from train.probes.forward import Pass, position_cap, probabilities
+from train.probes.forward import (Pass, position_cap, probabilities,
+                                  rows_per_step)
 from train.text import data
 from train.training import runs
 
@@ -164,9 +165,12 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   w, b = subject.head()
   slopes = encoding.mlr(-np.log(pass_.alpha), w)["slopes"]
   h = ood_pass.h[:positions]
+  h_j, w_j = jnp.asarray(h), jnp.asarray(w)  # Once, not per ratio.
+  b_j = None if b is None else jnp.asarray(b)
+  chunk = rows_per_step(w.shape[0])
   mean_p = lambda keep: _mean_softmax(
-      jnp.asarray(h), jnp.asarray(w), None if b is None else jnp.asarray(b),
-      jnp.asarray(keep, jnp.float32), float(subject.cfg.logit_softcap))
+      h_j, w_j, b_j, jnp.asarray(keep, jnp.float32),
+      float(subject.cfg.logit_softcap), chunk)
   base = np.asarray(mean_p(np.ones(w.shape[1])), np.float64)
   out = {"ratios": list(ratios), "positions": int(len(h))}
   for key, adversarial in (("saliency", False), ("adversarial", True)):
@@ -180,8 +184,8 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   return out, {"prune": plots.prune({subject.name: out})}
 
 
-@functools.partial(jax.jit, static_argnames="softcap")
-def _mean_softmax(h_nxd, w_vxd, b_v, keep_d, softcap: float, chunk=256):
+@functools.partial(jax.jit, static_argnames=("softcap", "chunk"))
+def _mean_softmax(h_nxd, w_vxd, b_v, keep_d, softcap: float, chunk: int):
   """Mean softmax((H * keep) W^T + b) over rows: zeroing dimensions of W
   is zeroing them in H. Rows `chunk` at a time (lax.map)."""
   n = h_nxd.shape[0]

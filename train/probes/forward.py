@@ -29,8 +29,10 @@ from bottleneck import gradient, sharding
 from train.probes.subjects import Subject
 
 # Bytes of float32 logits (and as many for probabilities and gradients)
-# one scan step of the head pass may hold.
-HEAD_CHUNK_BYTES = 1 << 26
+# one scan step of the head pass may hold (32 MiB: larger buffers are
+# mmapped afresh by malloc at every step, and page faults then cost more
+# than the products: Gemma 3, 4 windows x 16 positions, 30% slower).
+HEAD_CHUNK_BYTES = 1 << 25
 
 
 @dataclasses.dataclass
@@ -72,10 +74,10 @@ def position_cap(vocab: int, budget_bytes: int = 1 << 29) -> int:
 
 
 @functools.partial(jax.jit, static_argnames=("model", "chunk", "softcap"))
-def _window_pass(params, model, x_bt, y_bt, valid_b, w_vxd, b_v, q_vxd,
+def _window_pass(params, model, x_bt, y_bt, valid_b, w_vxd, b_v, m_dxd,
                  chunk: int, softcap: float):
   h = model.apply(params, x_bt, method=type(model).hidden)
-  stats = gradient.head_statistics(h, y_bt, w_vxd, b_v, q_vxd, chunk,
+  stats = gradient.head_statistics(h, y_bt, w_vxd, b_v, m_dxd, chunk,
                                    softcap, valid_b)
   return h, stats
 
@@ -112,8 +114,7 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
         gradient_sums: bool = True, mesh=None, progress=None) -> Pass:
   """The Pass of `subject` over windows x with targets y ([n, T] each).
 
-  gradient_sums: also seed 002's sums (needs Q, the thin QR of W: V x D
-  floats more). progress(done, total): called after each batch.
+  gradient_sums: also seed 002's sums (through the D x D whitener of W). progress(done, total): called after each batch.
   """
   x, y = np.asarray(x, np.int32), np.asarray(y, np.int32)
   if x.ndim != 2 or x.shape != y.shape or x.size == 0:
@@ -122,18 +123,18 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
   mesh = mesh or sharding.batch_mesh()
   params, w, b = _placed(subject, mesh)
   start = time.perf_counter()
-  q = jax.device_put(gradient.head_basis(w), sharding.replicated(mesh)) \
+  whitener = jax.device_put(gradient.head_whitener(w),
+                            sharding.replicated(mesh)) \
       if gradient_sums else None
   basis_s = time.perf_counter() - start
   n_dev = mesh.devices.size
   per_batch = sharding.round_up(min(batch, len(x)), n_dev)
-  chunk = max(1, min(x.shape[1], HEAD_CHUNK_BYTES // (
-      4 * w.shape[0] * per_batch)))
+  chunk = min(x.shape[1], rows_per_step(w.shape[0], per_batch))
   hs, nll, top1, cos, sums = [], [], [], [], {}
   start, done = time.perf_counter(), 0
   ones = np.ones(len(x), np.float32)  # Padding windows get 0.
   for n, (xb, yb, vb) in sharded_batches([x, y, ones], batch, mesh):
-    h, stats = _window_pass(params, subject.model, xb, yb, vb, w, b, q,
+    h, stats = _window_pass(params, subject.model, xb, yb, vb, w, b, whitener,
                             chunk=chunk, softcap=float(
                                 subject.cfg.logit_softcap))
     hs.append(np.asarray(h[:n], np.float32).reshape(-1, h.shape[-1]))
@@ -151,13 +152,23 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
   return Pass(subject.name, text, x, y, np.concatenate(hs),
               np.concatenate(nll), np.concatenate(top1), alpha / alpha.sum(),
               {k: float(v) for k, v in sums.items()},
-              np.concatenate(cos) if cos else None, {"forward": time.perf_counter() - start, "basis": basis_s})
+              np.concatenate(cos) if cos else None,
+              {"forward": time.perf_counter() - start, "basis": basis_s})
+
+
+def rows_per_step(vocab: int, batch: int = 1) -> int:
+  """Positions per step of a pass over the logits: the largest power of
+  two with batch x rows x V float32 logits within HEAD_CHUNK_BYTES (XLA:CPU
+  ran [4 x 12, V] x [V, D] products 3x slower than 4 x 8 or 4 x 16 rows)."""
+  rows = max(1, HEAD_CHUNK_BYTES // (4 * vocab * batch))
+  return 1 << (rows.bit_length() - 1)
 
 
 def probabilities(h_nxd, w_vxd, b_v=None, softcap: float = 0.0,
-                  chunk: int = 256):
+                  chunk: int | None = None):
   """softmax of the model's logits for rows of H: [n, V] float32 (small n:
-  see position_cap)."""
+  see position_cap), `chunk` rows at a time (default rows_per_step)."""
+  chunk = chunk or rows_per_step(np.shape(w_vxd)[0])
   w = jnp.asarray(w_vxd, jnp.float32)
   b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
   out = [np.asarray(_softmax(jnp.asarray(h_nxd[i:i + chunk], jnp.float32),

@@ -54,8 +54,9 @@ def _gradient_bottleneck(model, cfg):
     h = h.reshape(-1, h.shape[-1]).astype(jnp.float32)
     w = model_lib.head_matrix(params, cfg).astype(jnp.float32)
     b = model_lib.head_bias(params, cfg)
-    q = jnp.linalg.qr(w)[0]
-    s = gradient.bottleneck_stats(h, w, b, y.reshape(-1), q,
+    gram = jnp.matmul(w.T, w, precision=jax.lax.Precision.HIGHEST)
+    s = gradient.bottleneck_stats(h, w, b, y.reshape(-1),
+                                  gradient.whitener_from_gram(gram, 1e-6),
                                   min(1024, h.shape[0]))
     lost = jnp.clip(1.0 - s["visible_sq"] / s["grad_sq"], 0.0, 1.0)
     return {"destroyed_norm_ratio": jnp.sqrt(lost),

@@ -22,11 +22,13 @@ def _settings(c) -> admm.Settings:
   return admm.Settings(max_iters=c.max_iters)
 
 
-def _sweeps(a, c, m_values, problems, seed, targets=None) -> dict:
+def _sweeps(a, c, m_values, problems, seed, targets=None, trials=None,
+            **solve_kwargs) -> dict:
   """{problem: records}, every problem in one LP stream (one compile)."""
-  return topm.sweeps(a, m_values, c.trials, list(problems), seed, c.eps,
-                     c.delta, targets, settings=_settings(c), batch=c.batch,
-                     exact_fallback=c.exact_fallback, progress=True)
+  return topm.sweeps(a, m_values, trials or c.trials, list(problems), seed,
+                     c.eps, c.delta, targets, settings=_settings(c),
+                     batch=c.batch, exact_fallback=c.exact_fallback,
+                     progress=True, **solve_kwargs)
 
 
 def _strip(records):
@@ -176,11 +178,36 @@ def natural_targets(config, outdir: str) -> Section:
                  ["appendix_d_natural.png"])
 
 
+_TSTAR_COLS = ["m", "trials", "fraction", "t_star_q10", "t_star_median",
+               "t_star_q90", "unclosed"]
+
+
+def _tstar_reading(curves: dict, threshold: float) -> str:
+  """Which matrix has the lower optimum at each m (medians of t*)."""
+  (name_a, recs_a), (name_b, recs_b) = list(curves.items())[:2]
+  parts = []
+  for ra, rb in zip(recs_a, recs_b):
+    a, b = ra["t_star_median"], rb["t_star_median"]
+    if np.isnan(a) or np.isnan(b):
+      continue
+    side = "lower" if a < b else "higher"
+    parts.append(f"m = {ra['m']}: {a:.3g} vs {b:.3g} ({side})")
+  if not parts:
+    return "No bracket closed: no t* to compare."
+  return (f"Median t* of {name_a} vs {name_b} (below {threshold:g} = "
+          f"selectable): " + "; ".join(parts) + ". The fractions above "
+          "only say on which side of the threshold each t* falls; the "
+          "distance to it is how robust the selection is.")
+
+
 def trained_vs_random(config, outdir: str) -> Section:
-  """A trained OPM against a random one of the same size (Figure 1, solid)."""
+  """A trained OPM against a random one of the same size (Figure 1, solid),
+  and the distribution of the optimum t* of both (solve mode)."""
   c = config.trained
   m_values = cli.parse_int_list("trained.m", c.m)
-  curves, numbers, lines = {}, {}, []
+  solve_m = cli.parse_int_list("trained.solve_m", c.solve_m) \
+      if c.solve_m else []
+  curves, numbers, lines, optima = {}, {}, [], {}
   for spec in c.matrices:
     mat = matrices.load(spec)
     n, d = mat.array.shape
@@ -192,14 +219,33 @@ def trained_vs_random(config, outdir: str) -> Section:
       lines += [f"**{label}**: fraction >= {config.threshold} up to "
                 f"{_m_lp_text(recs, config.threshold)}.",
                 table(_strip(recs), _COLS)]
+      if solve_m:
+        optima[label] = _sweeps(
+            a, c, solve_m, ("logits",), config.seed + 1,
+            trials=c.solve_trials, objective="solve",
+            tolerance=c.solve_tolerance)["logits"]
+        numbers[f"{label} t*"] = optima[label]
   first = matrices.load(c.matrices[0]).array.shape
+  figures = [figure(plots.topm_curves(curves, first, first), outdir,
+                    "trained_vs_random.png", "A trained matrix against a "
+                    "Gaussian one of its shape: how far apart the "
+                    "selectability curves lie.")]
+  if optima:
+    lines += [f"**Optimum t*** (`--objective=solve`, {c.solve_trials} "
+              f"other subsets per m, certified to {c.solve_tolerance:g} "
+              "relative): " + _tstar_reading(optima, 1.0)]
+    lines += [f"*{label}*\n\n" + table(_strip(recs), _TSTAR_COLS)
+              for label, recs in optima.items()]
+    figures.append(figure(plots.tstar_strips(optima), outdir,
+                          "trained_vs_random_tstar.png",
+                          "The optimum t* per subset, trained vs Gaussian: "
+                          "below the dashed line S is selectable, and the "
+                          "distance to it is the margin."))
   body = "\n\n".join([
       "Equal-logit top-m question on trained output matrices and on "
       f"Gaussian matrices of the same size ({c.trials} subsets per m). The "
       "paper finds trained and random alike (GPT-2, TinyLlama, ...).",
-      *lines, figure(plots.topm_curves(curves, first, first), outdir,
-                     "trained_vs_random.png", "A trained matrix against a "
-                     "Gaussian one of its shape: how far apart the "
-                     "selectability curves lie.")])
+      *lines, *figures])
   return Section("Trained vs random OPMs (Figure 1, solid vs dotted)", body,
-                 numbers, ["trained_vs_random.png"])
+                 numbers, ["trained_vs_random.png"] + (
+                     ["trained_vs_random_tstar.png"] if optima else []))
