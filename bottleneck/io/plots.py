@@ -226,10 +226,11 @@ def sweep_fit(x, m_star, xlabel: str, slope=None, title: str = "",
 
 def tstar_strips(curves: dict, threshold: float = 1.0, title: str = ""):
   """Solve mode's optimum t* (largest other logit when S is held at 1) per
-  subset against m, one strip and median line per matrix; S can be the top
-  m exactly where t* < threshold (dashed). curves: label -> records of
-  `topm.summarize` with per-trial `upper_bound` and `bracket_closed`;
-  subsets with t* = -inf (a ray) are counted in the legend."""
+  subset against m, one strip per matrix with its medians (bars, joined);
+  S can be the top m exactly where t* < threshold (dashed). curves: label
+  -> records of `topm.summarize` with per-trial `upper_bound` and
+  `bracket_closed`; subsets with t* = -inf (a ray) are counted in the
+  legend."""
   fig, ax = plt.subplots(figsize=(6.5, 4))
   rng = np.random.default_rng(0)
   for k, (label, records) in enumerate(curves.items()):
@@ -238,15 +239,17 @@ def tstar_strips(curves: dict, threshold: float = 1.0, title: str = ""):
     ms = [r["m"] for r in records]
     span = min(np.diff(ms)) if len(ms) > 1 else 1.0
     rays = sum(int(np.sum(t == -np.inf)) for t in t_per_m)
+    shift = span * (k - (len(curves) - 1) / 2) * 0.2
     for i, (m, t) in enumerate(zip(ms, t_per_m)):
       finite = t[np.isfinite(t)]
-      x = m + span * ((k - (len(curves) - 1) / 2) * 0.15 +
-                      rng.uniform(-0.05, 0.05, finite.size))
-      ax.scatter(x, finite, s=10, alpha=0.5, color=f"C{k}", label=(
-          label + (f" ({rays} with t* = -inf)" if rays else ""))
+      ax.scatter(m + shift + span * rng.uniform(-0.06, 0.06, finite.size),
+                 finite, s=10, alpha=0.5, color=f"C{k}", label=(
+                     label + (f" ({rays} with t* = -inf)" if rays else ""))
                  if i == 0 else None)
-    ax.plot([m for m, t in zip(ms, t_per_m) if t.size],
-            [np.median(t) for t in t_per_m if t.size], "-", color=f"C{k}")
+    kept = [(m + shift, np.median(t)) for m, t in zip(ms, t_per_m) if t.size]
+    if kept:  # Medians: a line, and a bar at each m (one m: just the bar).
+      ax.plot(*zip(*kept), "_-", color=f"C{k}", markersize=22, lw=1)
+  ax.set_xticks(sorted({r["m"] for recs in curves.values() for r in recs}))
   ax.axhline(threshold, ls="--", color="k", lw=1,
              label="threshold: selectable below")
   ax.set_xlabel("m (tokens held at logit 1)")
