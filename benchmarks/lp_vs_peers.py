@@ -8,6 +8,10 @@
 (ortools pins protobuf < 6.34, the project's lock has 7.x: the peers get
 their own environment; `--peers_python` defaults to this interpreter.)
 
+`--matrix=gemma3` (or `smollm2`, any bottleneck.io.matrices spec) runs the
+same comparison on a trained head (saved once to a file every solver reads)
+at the band m of its own transition.
+
 Figure 1 is a sweep of m *through* the transition, where t* of a random
 subset is within a few % of 1 and a first-order solver needs many
 iterations to tell which side it is on. Per size, the m values (below) are
@@ -49,13 +53,22 @@ import numpy as np
 # 16384x512 m = 80..90, 50257x768 m = 96).
 SIZES = {(4096, 256): {24: "easy", 48: "band", 52: "band", 64: "easy"},
          (16384, 512): {48: "easy", 80: "band", 90: "band", 128: "easy"},
-         (50257, 768): {96: "band"}}
+         (50257, 768): {96: "band"},
+         # Gemma 3's head size; its Gaussian's transition (report real_llm,
+         # 4 subsets per m: 4/4 selectable at 50, 0/4 at 70).
+         (262144, 640): {60: "band"}}
+# Trained heads (`--matrix=gemma3`, any bottleneck.io.matrices spec): the
+# band m of their own transition (seed 001 Figure 1 on the head).
+TRAINED_BAND = {"gemma3": {60: "band"}, "smollm2": {60: "band"}}
 # Instances per m for each solver (the peers are 10-100x slower).
 TRIALS = {"bottleneck": 32, "highs": 4, "mpax": 8, "pdlp": 4}
 BIG = {"bottleneck": 32, "highs": 2, "mpax": 4, "pdlp": 2}  # At 50257 x 768.
 
 
-def _matrix(n, d):
+def _matrix(n, d, path=""):
+  """The Gaussian N x d of seed 0, or the saved trained head at `path`."""
+  if path:
+    return np.load(path)
   return np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
 
 
@@ -161,7 +174,7 @@ def _pdlp(a, subsets):
 def child(solver, path):
   data = np.load(path)
   n, d = int(data["n"]), int(data["d"])
-  a = _matrix(n, d)
+  a = _matrix(n, d, str(data["matrix"]))
   subsets = list(data["subsets"])
   out = {"bottleneck": _bottleneck, "highs": _highs, "mpax": _mpax,
          "pdlp": _pdlp}[solver](a, subsets)
@@ -176,9 +189,9 @@ def _verdicts(run):
           "feasible" if t < 1.0 else "infeasible" for t in run["t"]]
 
 
-def _run(solver, python, n, d, subsets, tmp):
+def _run(solver, python, n, d, subsets, tmp, matrix=""):
   path = os.path.join(tmp, f"{solver}_{n}_{subsets[0].size}.npz")
-  np.savez(path, n=n, d=d, subsets=np.stack(subsets))
+  np.savez(path, n=n, d=d, subsets=np.stack(subsets), matrix=matrix)
   env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))
   proc = subprocess.run([python, __file__, f"--child={solver}",
@@ -187,6 +200,11 @@ def _run(solver, python, n, d, subsets, tmp):
   if proc.returncode:
     raise RuntimeError(f"{solver} {n}x{d}: {proc.stderr[-2000:]}")
   return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _name(row) -> str:
+  return "" if row.get("matrix", "gaussian") == "gaussian" else (
+      f" ({row['matrix']})")
 
 
 def table(results) -> str:
@@ -202,7 +220,8 @@ def table(results) -> str:
     get = lambda name, key, fmt="{:.2f}": fmt.format(row[name][key]) if (
         name in row) else "-"
     lines.append(
-        f"| {row['N']} x {row['d']} | {row['m']} ({row['regime']}) | "
+        f"| {row['N']} x {row['d']}{_name(row)} | {row['m']} "
+        f"({row['regime']}) | "
         f"{ours['s_per_instance']:.3f} ({ours['s_per_instance_warm']:.3f}) | "
         f"{verdicts.count('feasible')}/{verdicts.count('infeasible')}/"
         f"{verdicts.count('undecided')} | {get('highs', 's_per_instance')} | "
@@ -233,22 +252,33 @@ def main():
   solvers = args.get("solvers", "bottleneck,highs,mpax,pdlp").split(",")
   sizes = [tuple(map(int, s.split("x"))) for s in args.get(
       "sizes", ",".join(f"{n}x{d}" for n, d in SIZES)).split(",")]
+  spec, matrix_path, bands = args.get("matrix", "gaussian"), "", SIZES
+  if spec != "gaussian":  # A trained head, saved once for every solver.
+    from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
+    head = np.asarray(matrices.load(spec).array, np.float32)
+    sizes, bands = [head.shape], {head.shape: TRAINED_BAND.get(
+        spec, {head.shape[1] // 10: "band"})}
   results = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
              "machine": f"{platform.node()} {platform.machine()}, "
                         f"{os.cpu_count()} cores", "rows": []}
   with tempfile.TemporaryDirectory() as tmp:
+    if spec != "gaussian":
+      matrix_path = os.path.join(tmp, "matrix.npy")
+      np.save(matrix_path, head)
+      del head
     for n, d in sizes:
       rng = np.random.default_rng(1)
-      for m, regime in SIZES.get((n, d), {d // 6: "smoke"}).items():
+      for m, regime in bands.get((n, d), {d // 6: "smoke"}).items():
         trials = BIG if n > 20000 else TRIALS
         subsets = [np.sort(rng.choice(n, m, replace=False))
                    for _ in range(max(trials.values()))]
-        row = {"N": n, "d": d, "m": m, "regime": regime, "solvers": {}}
+        row = {"N": n, "d": d, "m": m, "regime": regime, "matrix": spec,
+               "solvers": {}}
         for solver in solvers:
           k = trials[solver]
           python = sys.executable if solver in ("bottleneck", "highs") else (
               peers_python)
-          run = _run(solver, python, n, d, subsets[:k], tmp)
+          run = _run(solver, python, n, d, subsets[:k], tmp, matrix_path)
           run["instances"] = k
           row["solvers"][solver] = run
           print(f"{n}x{d} m={m} ({regime}) {solver}: {k} in "

@@ -56,7 +56,8 @@ def whitener_from_gram(gram_dxd, rcond: float):
   xp = jnp if isinstance(gram_dxd, jax.Array) else np
   lam, u = xp.linalg.eigh(gram_dxd)
   keep = lam > rcond * xp.max(lam)
-  return u * xp.where(keep, 1.0 / xp.sqrt(xp.where(keep, lam, 1.0)), 0.0)[None, :]
+  scale = xp.where(keep, 1.0 / xp.sqrt(xp.where(keep, lam, 1.0)), 0.0)
+  return u * scale[None, :]
 
 
 def head_whitener(w_vxd, block: int = 16384):

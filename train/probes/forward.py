@@ -114,7 +114,8 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
         gradient_sums: bool = True, mesh=None, progress=None) -> Pass:
   """The Pass of `subject` over windows x with targets y ([n, T] each).
 
-  gradient_sums: also seed 002's sums (through the D x D whitener of W). progress(done, total): called after each batch.
+  gradient_sums: also seed 002's sums (through the D x D whitener of W).
+  progress(done, total): called after each batch.
   """
   x, y = np.asarray(x, np.int32), np.asarray(y, np.int32)
   if x.ndim != 2 or x.shape != y.shape or x.size == 0:

@@ -43,15 +43,15 @@ SECTIONS = {  # In report order.
     "appendices": seed001_trained.appendices,
     "real_llm": real_llm.real_llm,
 }
-# Seconds per section on the 2-core CPU (quick: measured 2026-11-23, 24.5
-# min in all, real_llm 14 of it; the ETA scales them by
+# Seconds per section on the 2-core CPU (quick: measured 2026-11-23, 21
+# min in all, real_llm 12 of it; the ETA scales them by
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 5, "figure5": 57, "prescribed": 5, "signrank": 18,
-              "figure1": 71, "figure3": 61, "natural": 59, "trained": 66,
-              "training": 44, "gradient": 71, "lowrank": 45, "spamlang": 61,
-              "encoding": 12, "appendices": 38, "real_llm": 850},
+    "quick": {"table1": 3, "figure5": 60, "prescribed": 4, "signrank": 17,
+              "figure1": 67, "figure3": 21, "natural": 51, "trained": 81,
+              "training": 43, "gradient": 67, "lowrank": 38, "spamlang": 46,
+              "encoding": 12, "appendices": 32, "real_llm": 720},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
