@@ -285,8 +285,13 @@ class BinaryTest(parameterized.TestCase):
                    "--config.checkpoint_every=5", "--config.log_every=1"],
                   "step 6/", "interrupted; checkpoint at step")}
     for name, (cmd, ready, message) in cmds.items():
+      # A terminal's default SIGINT disposition: a parent that ignores
+      # SIGINT (a test-runner worker may) would hand SIG_IGN down, and
+      # Python then installs no KeyboardInterrupt handler at all.
       proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+                              stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: signal.signal(
+                                  signal.SIGINT, signal.SIG_DFL))
       seen = []
       for line in proc.stdout:  # Interrupt once it is computing.
         seen.append(line)
