@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bottleneck import checks
+from bottleneck import checks, linalg
 
 
 def _check(h_txd, w_vxd, b_v, y_t):
@@ -63,12 +63,8 @@ def whitener_from_gram(gram_dxd, rcond: float):
 def head_whitener(w_vxd, block: int = 16384):
   """The whitener of W (float32 D x D) from its Gram matrix accumulated in
   float64 by blocks of rows (never a float64 copy of W)."""
-  n, d = np.shape(w_vxd)
-  gram = np.zeros((d, d), np.float64)
-  for i in range(0, n, block):
-    rows = np.asarray(w_vxd[i:i + block], np.float64)
-    gram += rows.T @ rows
-  return whitener_from_gram(gram, 1e-12).astype(np.float32)
+  return whitener_from_gram(linalg.gram64(w_vxd, block),
+                            1e-12).astype(np.float32)
 
 
 def logit_gradients(h_txd, w_vxd, b_v, y_t):

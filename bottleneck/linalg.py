@@ -77,3 +77,15 @@ def solve_lower_t(l_nxn, b_nxk):
 def cho_solve(l_nxn, b_nxk):
   """Solves (L L^T) X = B given the Cholesky factor L."""
   return solve_lower_t(l_nxn, solve_lower(l_nxn, b_nxk))
+
+
+def gram64(a_nxd, block: int = 8192) -> np.ndarray:
+  """A^T A in float64, summed over blocks of `block` rows (never a float64
+  copy of A: a 262144 x 640 head would take 1.3 GB). Host numpy; A may be
+  a numpy or jax array."""
+  n, d = np.shape(a_nxd)
+  gram = np.zeros((d, d), np.float64)
+  for i in range(0, n, block):
+    rows = np.asarray(a_nxd[i:i + block], np.float64)
+    gram += rows.T @ rows
+  return gram

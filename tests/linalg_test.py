@@ -39,6 +39,12 @@ class LinalgTest(parameterized.TestCase):
     np.testing.assert_allclose(z, np.linalg.solve(l.T, b), rtol=1e-8,
                                atol=1e-10)
 
+  def test_gram64_by_blocks_is_the_float64_product(self):
+    a = np.random.default_rng(2).standard_normal((1001, 7)).astype(np.float32)
+    want = a.astype(np.float64).T @ a.astype(np.float64)
+    for block in (1, 64, 5000):
+      np.testing.assert_allclose(linalg.gram64(a, block), want, rtol=1e-14)
+
   def test_vmap_equals_loop_and_jit_equals_eager(self):
     a = jnp.asarray(np.stack([_spd(6, s) for s in range(4)]), jnp.float32)
     batched = jax.vmap(linalg.cholesky)(a)

@@ -255,7 +255,8 @@ def run_binary(main, define_flags) -> None:
 
 
 def peak_rss_gb() -> float:
-  """This process's peak resident memory so far (Linux ru_maxrss, KiB)."""
+  """This process's peak resident memory so far in GiB (Linux ru_maxrss is
+  in KiB); progress lines print it as "GB"."""
   import resource  # pylint: disable=g-import-not-at-top
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 

@@ -66,6 +66,9 @@ class Metadata:
     return tensor(self.tensors[name], self.path)
 
 
+_DEQUANT_ROWS = 8192  # Rows dequantised at a time by `tensor`.
+
+
 def tensor(t, path: str) -> np.ndarray:
   """One tensor, dequantised to float32 in numpy's (outer-first) shape."""
   import gguf  # pylint: disable=g-import-not-at-top
@@ -84,9 +87,6 @@ def tensor(t, path: str) -> np.ndarray:
         rows[i:i + _DEQUANT_ROWS], t.tensor_type), np.float32).reshape(
             -1, row_len)
   return out.reshape(shape)
-
-
-_DEQUANT_ROWS = 8192
 
 
 def head_matrix(path: str, arg: str = "matrix") -> tuple[np.ndarray, str]:
