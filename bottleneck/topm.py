@@ -25,7 +25,8 @@ import numpy as np
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import admm, bracket, certificates, polish, records, stream
+from bottleneck.lp import (admm, bracket, certificates, finish, polish,
+                           records, stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -35,11 +36,12 @@ __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
 
 def solve(a, instances, settings: admm.Settings = admm.Settings(),
           batch: int = 32, exact_fallback: bool = False, delta: float = 0.1,
-          devices=None, progress: bool = False, m_pad: int | None = None,
+          devices=None, progress: bool | str = False,
+          m_pad: int | None = None,
           policy: certificates.Policy = certificates.Policy(),
           first_check: int | None = 100, objective: str = "decide",
-          tolerance: float = 1e-6, working_set: int | None = None
-          ) -> list[dict]:
+          tolerance: float = 1e-6, working_set: int | None = None,
+          finish_after: int | None = 1600) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
 
   `batch` slots iterate together with continuous batching (lp.stream). One
@@ -58,13 +60,21 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   is within `tolerance` (relative; bottleneck.lp.bracket), or -inf with a
   ray; `lower_bound` / `upper_bound` are then t* to that tolerance and the
   margin is the optimum's. `working_set`: rows per instance iterated
-  explicitly (None: admm.working_set_size's choice).
+  explicitly (None: admm.working_set_size's choice). `progress`: a
+  progress line on stderr (a string: its label).
+
+  `finish_after`: an instance a host check finds still open at this age
+  gets one exact finish (lp.finish: interior point on the rows its iterate
+  names, with row generation; ~10 s on a 262144-row head), whose point
+  and duals are certified like any other (source 'ipm'). None: never.
   """
   if not instances:
     return []
   checks.positive_int("batch", batch)
   if first_check is not None:
     checks.positive_int("first_check", first_check)
+  if finish_after is not None:
+    checks.positive_int("finish_after", finish_after)
   checks.one_of("objective", objective, admm.OBJECTIVES)
   checks.open_interval("tolerance", tolerance, 0.0, np.inf)
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
@@ -80,7 +90,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     again = functools.partial(
         solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
         delta=delta, devices=devices, policy=policy, first_check=first_check,
-        objective=objective, tolerance=tolerance, working_set=working_set)
+        objective=objective, tolerance=tolerance, working_set=working_set,
+        finish_after=finish_after)
     plain = [k for k in range(len(instances)) if k not in repeated]
     details = dict(zip(plain, again(a, [instances[k] for k in plain],
                                     progress=progress, m_pad=m_pad)))
@@ -100,21 +111,39 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   shared, basis = admm.prepare(a)
-  meter = cli.Progress(len(instances), "LP instances") if progress else None
+  meter = cli.Progress(len(instances), progress if isinstance(
+      progress, str) else "LP instances") if progress else None
   details = [None] * len(instances)
   order = np.random.default_rng(0).permutation(len(instances))
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   early = dataclasses.replace(policy, support_factors=policy.support_factors[
       :1])  # Mid-run: the first support only (a failed try costs little).
 
+  tried = set()  # Instances given their exact finish.
+
+  def finished(index, x, u, age):  # lp.finish's certified bracket, once.
+    if finish_after is None or age < finish_after or index in tried:
+      return None
+    tried.add(index)
+    inst = queue[index]
+    x_w, duals, _, _ = finish.solve(facts, inst.subset, inst.y, x, u)
+    if x_w is None:
+      return None
+    return bracket.bracket(facts, inst.subset, inst.y, x_w, None,
+                           duals=duals)
+
   def solved(index, x_rot, u, t, age):  # Solve mode: a closed bracket.
     del t
     start = time.perf_counter()
-    inst = queue[index]
-    lo, up, ev = bracket.bracket(facts, inst.subset, inst.y,
-                                 admm.to_original(basis, x_rot), u)
+    inst, x = queue[index], admm.to_original(basis, x_rot)
+    lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, u)
     if not bracket.closed(lo, up, tolerance):
-      return None
+      exact = finished(index, x, u, age)
+      if exact is None or not bracket.closed(
+          max(lo, exact[0]), min(up, exact[1]), tolerance):
+        return None
+      lo, up, ev = max(lo, exact[0]), min(up, exact[1]), (
+          exact[2] if exact[1] <= up else dict(exact[2], x=ev["x"]))
     return records.bracketed(facts, inst, lo, up, ev, age, start, delta,
                              policy, tolerance)
 
@@ -122,7 +151,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     start = time.perf_counter()
     inst = queue[index]
     band = 1e-3 * abs(inst.threshold)
-    if t < inst.threshold - band:
+    due = (finish_after is not None and age >= finish_after and
+           index not in tried)  # The exact finish is due.
+    if t < inst.threshold - band and not due:
       return None  # Heading below: the in-loop full pass will certify it.
     x = admm.to_original(basis, x_rot)
     if t <= inst.threshold + band:  # The band: the basis of the largest
@@ -141,8 +172,20 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           return records.detail(inst, "infeasible", cert["t_lower"], cert,
                                 "admm", age, start)
     out = records.verify(facts, inst, "infeasible", x, u, early, delta)
-    return None if out[0] == "undecided" else records.detail(
-        inst, *out, "admm", age, start)
+    if out[0] != "undecided":
+      return records.detail(inst, *out, "admm", age, start)
+    exact = finished(index, x, u, age)
+    if exact is not None and exact[1] < inst.threshold:
+      out = records.verify(facts, inst, "feasible", exact[2]["x"], None,
+                           early, delta)
+      if out[0] != "undecided":
+        return records.detail(inst, *out, "ipm", age, start)
+    if exact is not None and exact[0] >= inst.threshold:
+      cert = dict(exact[2], kind="global", ok=True,
+                  margin=float(inst.threshold - exact[0]))
+      return records.detail(inst, "infeasible", exact[0], cert, "ipm", age,
+                            start)
+    return None
 
   def verify(index, claim, x_rot, mu):  # An in-loop nomination, at once.
     start = time.perf_counter()

@@ -8,7 +8,8 @@ import sys
 from absl.testing import absltest, parameterized
 import numpy as np
 
-from bottleneck.io import cli
+from bottleneck import topm
+from bottleneck.io import cli, matrices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -91,6 +92,27 @@ class BinariesTest(absltest.TestCase):
                 "certificate_ok"):
       self.assertIn(key, rec["trials_detail"][0])
     self.assertTrue(os.path.exists(f"{tmp}/f1.png"))
+
+  def test_topm_gaussian_twin(self):
+    # A head plus a Gaussian of its shape, same m / trials / seed: one
+    # curve each; the twin's verdicts are those of a direct sweep.
+    tmp = self.create_tempdir().full_path
+    head = np.random.default_rng(5).standard_normal((300, 20)) + 0.5
+    np.save(os.path.join(tmp, "h.npy"), head.astype(np.float32))
+    out = run_module("bottleneck.topm", f"--matrix=npy:{tmp}/h.npy",
+                     "--m=2,4", "--trials=3", "--seed=2", "--gaussian_twin",
+                     "--format=json")
+    self.assertEqual(out.returncode, 0, out.stderr)
+    recs = json.loads(out.stdout)
+    names = sorted({r["matrix"] for r in recs})
+    self.assertLen(names, 2)
+    self.assertIn("gaussian 300x20", names)
+    self.assertIn("[2/2] gaussian 300x20: LP instances 6/6", out.stderr)
+    twin = topm.sweep(matrices.random(300, 20, seed=2), [2, 4], 3, seed=2)
+    self.assertEqual(
+        [t["verdict"] for r in recs if r["matrix"] == "gaussian 300x20"
+         for t in r["trials_detail"]],
+        [t["verdict"] for r in twin for t in r["trials_detail"]])
 
   def test_topm_natural_targets(self):
     tmp = self.create_tempdir().full_path

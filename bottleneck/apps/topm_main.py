@@ -48,6 +48,12 @@ def define_flags():
                      "bracket on t* (--objective=solve).")
   flags.DEFINE_integer("working_set", None, "Rows per instance iterated "
                        "explicitly (default: all, or ~1.25 d when N > 32 d).")
+  flags.DEFINE_integer("finish_after", 1600, "An instance still open at "
+                       "this age gets one exact finish (interior point on "
+                       "its working set; 0: never).")
+  flags.DEFINE_bool("gaussian_twin", False, "Also solve the same m, trials "
+                    "and problems on a Gaussian matrix of the same shape "
+                    "(the papers' random OPM; seed --seed): one curve each.")
   flags.DEFINE_enum("format", "json", cli.FORMATS, "Output format.")
   flags.DEFINE_string("plot", None, "Write the curve(s) to this PNG.")
 
@@ -91,13 +97,24 @@ def main(argv):
       raise ValueError("`targets` (npy:PATH of probability vectors, one per "
                        "row) is required for --problem=natural.")
     targets = matrices.read_npy(f.targets.removeprefix("npy:"), "targets")
-  curves = topm.sweeps(mat.array, m_values, trials, f.problem, f.seed,
-                       f.eps, f.delta, targets, subsets,
-                       settings=admm.Settings(max_iters=f.max_iters),
-                       batch=f.batch, exact_fallback=f.exact_fallback,
-                       first_check=f.first_check or None, progress=True,
-                       objective=f.objective, tolerance=f.tolerance,
-                       working_set=f.working_set)
+  shape = mat.array.shape
+  heads = [mat.name] + [f"gaussian {shape[0]}x{shape[1]}"] * f.gaussian_twin
+  curves = {}
+  for k, name in enumerate(heads, start=1):
+    array = mat.array if k == 1 else matrices.random(*shape, seed=f.seed)
+    label = (f"[{k}/{len(heads)}] {name}: LP instances" if len(heads) > 1
+             else "LP instances")
+    per_problem = topm.sweeps(
+        array, m_values, trials, f.problem, f.seed, f.eps, f.delta, targets,
+        subsets, settings=admm.Settings(max_iters=f.max_iters),
+        batch=f.batch, exact_fallback=f.exact_fallback,
+        first_check=f.first_check or None, progress=label,
+        objective=f.objective, tolerance=f.tolerance,
+        working_set=f.working_set, finish_after=f.finish_after or None)
+    del array
+    cli.release_memory()
+    for p, recs in per_problem.items():
+      curves[f"{name} {p}"] = [dict(r, matrix=name) for r in recs]
   records = [r for recs in curves.values() for r in recs]
   if f.format == "json":
     print(cli.to_json(records))
@@ -106,13 +123,11 @@ def main(argv):
             "fraction_upper"] + (["t_star_q10", "t_star_median", "t_star_q90",
                                   "unclosed"] if f.objective == "solve"
                                  else [])
-    print(cli.format_records(records, f.format, ["problem"] * (
-        len(curves) > 1) + cols))
+    print(cli.format_records(records, f.format, ["matrix"] * (
+        len(heads) > 1) + ["problem"] * (len(f.problem) > 1) + cols))
   if f.plot:
     from bottleneck.io import plots  # pylint: disable=g-import-not-at-top
-    plots.save(plots.topm_curves({f"{mat.name} {p}": recs
-                                  for p, recs in curves.items()},
-                                 mat.array.shape), f.plot)
+    plots.save(plots.topm_curves(curves, shape), f.plot)
     print(f"wrote {f.plot}", file=sys.stderr)
 
 

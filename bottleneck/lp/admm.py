@@ -31,7 +31,7 @@ is assumed inactive (u_j = 0, z_j < 0), and then ADMM keeps
 z_j = a_j . zeta - tau for two tracked quantities (zeta, tau relax like x
 and t), so their whole contribution to the x-update is
   rho A_I^T (A_I zeta - tau 1) = rho (lam * zeta - tau colsum)
-                                 - rho A_S^T (A_S zeta - tau) - rho A_W^T (A_W zeta - tau),
+      - rho A_S^T (A_S zeta - tau) - rho A_W^T (A_W zeta - tau),
 O((m + K) d). While those rows stay inactive this is exactly the full
 ADMM (W = all of R is today's algorithm); a full pass every `scan_every`
 iterations (and whenever W alone suggests a FEASIBLE verdict) refreshes W
@@ -40,6 +40,7 @@ only full check a FEASIBLE nomination passes. The float64 certificates
 never depend on W: a FEASIBLE embedding is checked on every row, and an
 INFEASIBLE dual point supported on W is a dual point of the full LP.
 
+One instance's iteration is `bottleneck.lp.admm_step` (vmapped here).
 API: `prepare` (once per matrix, host float64: the device-side `Shared`
 and the host-side `Basis`), `init`, `update` (one iteration), `run_until` /
 `run` (jitted bounded `lax.while_loop`, checks every `check_every`
@@ -61,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import checks, linalg
+from bottleneck.lp import admm_step
 
 RUNNING, FEASIBLE, INFEASIBLE, MAX_ITER = 0, 1, 2, 3
 OBJECTIVES = ("decide", "solve")
@@ -125,15 +127,6 @@ class Problem(NamedTuple):
   threshold: jax.Array  # [B] decide t* < threshold.
 
 
-class Factors(NamedTuple):
-  """Per-instance pieces of the linear system that depend on rho."""
-  rho: jax.Array  # [] inequality penalty of this instance.
-  c_inv: jax.Array  # [m_pad, m_pad] inverse Woodbury capacitance.
-  h: jax.Array  # [d] H^{-1} b.
-  b: jax.Array  # [d] coupling of t: rho * sum_{j in R} a'_j.
-  kappa: jax.Array  # [] Schur complement of t.
-
-
 _PREPARE_ROWS = 8192  # Rows rotated per float64 block in `prepare`.
 
 
@@ -170,26 +163,6 @@ def to_original(basis: Basis, x_rot_d) -> np.ndarray:
   return basis.v @ np.asarray(x_rot_d, np.float64) / basis.scale
 
 
-def _factors(shared: Shared, a_s, mask, n_rest, rho, s: Settings) -> Factors:
-  """Woodbury capacitance and t-border for one instance at penalty rho."""
-  g = s.sigma + rho * shared.lam  # diag of sigma I + rho A'^T A'.
-  c = (s.rho_eq_ratio - 1.0) * rho  # Extra penalty on the S rows.
-  a_s_g = a_s / g[None, :]
-  cap = a_s_g @ a_s.T + jnp.diag(jnp.where(mask, 1.0 / c, 1.0))
-  cap_l = linalg.cholesky(cap)
-  c_inv = linalg.cho_solve(cap_l, jnp.eye(a_s.shape[0], dtype=a_s.dtype))
-  c_inv = c_inv * (mask[:, None] & mask[None, :])  # Padding contributes 0.
-  b = rho * (shared.colsum - jnp.sum(a_s * mask[:, None], axis=0))
-  h = _apply_h_inv(g, a_s_g, c_inv, b)
-  kappa = s.sigma + rho * n_rest - b @ h
-  return Factors(rho, c_inv, h, b, kappa)
-
-
-def _apply_h_inv(g, a_s_g, c_inv, f):
-  """(diag(g) + c A_S^T A_S)^{-1} f by Woodbury."""
-  return f / g - a_s_g.T @ (c_inv @ (a_s_g @ f))
-
-
 def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   """K: `s.working_set`, else every row of R (the full algorithm) unless
   N - m > 32 d, where K = 1.25 d rounded up to 128 (a vertex has at most
@@ -206,87 +179,14 @@ def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   return max(1, min(k, n - m_pad))
 
 
-class Instance(NamedTuple):
-  """Per-instance constants (computed once by `init`, loop-invariant)."""
-  subset: jax.Array  # [m_pad] int32 rows of S (padding: any index).
-  a_s: jax.Array  # [m_pad, d] rows of S (zero rows on padding).
-  mask: jax.Array  # [m_pad] bool
-  y: jax.Array  # [m_pad] targets on S (0 on padding).
-  gram_inv: jax.Array  # [m_pad, m_pad] (A_S A_S^T)^{-1} (identity padding).
-  x_par: jax.Array  # [d] row-space solution A_S^T (A_S A_S^T)^{-1} y.
-  radius: jax.Array  # [] R of the in-loop dual bound.
-  threshold: jax.Array  # []
-
-
-def _rowspace_part(a_s, gram_inv, r):
-  """A_S^T (A_S A_S^T)^{-1} r: the minimum-norm x with A_S x = r."""
-  return a_s.T @ (gram_inv @ r)
-
-
-def _instance(shared: Shared, subset, mask, y, threshold,
-              s: Settings) -> Instance:
-  dtype = shared.a_rot.dtype
-  a_s = shared.a_rot[subset] * mask[:, None]
-  y = jnp.where(mask, y, 0.0).astype(dtype)
-  gram = a_s @ a_s.T + jnp.diag(jnp.where(mask, 0.0, 1.0))
-  gram_inv = linalg.cho_solve(linalg.cholesky(gram),
-                              jnp.eye(a_s.shape[0], dtype=dtype))
-  x_par = _rowspace_part(a_s, gram_inv, y)
-  radius = s.check_radius_factor * jnp.linalg.norm(x_par)
-  return Instance(subset, a_s, mask, y, gram_inv, x_par, radius,
-                  jnp.asarray(threshold, dtype))
-
-
-def _other_logits(logits_n, inst: Instance):
-  """The logits with S's rows at -inf (scatter-min: padding entries of the
-  subset, which may repeat a real row, leave it alone)."""
-  return logits_n.at[inst.subset].min(jnp.where(inst.mask, -jnp.inf,
-                                                jnp.inf))
-
-
-class Rows(NamedTuple):
-  """An instance's working set W (changed only by scans and refills)."""
-  idx: jax.Array  # [K] int32 rows of R iterated explicitly.
-  a: jax.Array  # [K, d] those rows of A'.
-
-
-class Work(NamedTuple):
-  """The iterates on W and the shadow of the other rows."""
-  z: jax.Array  # [K] constraint iterate on W.
-  u: jax.Array  # [K] dual iterate on W (multipliers mu >= 0).
-  zeta: jax.Array  # [d] rows j outside S and W: z_j = a_j . zeta - tau,
-  tau: jax.Array  # []  u_j = 0 (assumed inactive; refreshed by scans).
-  wz: jax.Array  # [K] A_W zeta.
-  sz: jax.Array  # [m_pad] A_S zeta.
-
-
-def _select_rows(shared: Shared, inst: Instance, scores_n, k: int,
-                 old_rows: Rows | None = None, old: Work | None = None):
-  """W = the k rows of R with the largest `scores_n`; with the old W, its
-  rows keep their z and u, new rows start inactive at the shadow."""
-  idx = jax.lax.top_k(_other_logits(scores_n, inst), k)[1].astype(jnp.int32)
-  rows = Rows(idx, shared.a_rot[idx])
-  if old is None:
-    return rows
-  n = shared.a_rot.shape[0]
-  pos = jnp.full(n, -1, jnp.int32).at[old_rows.idx].set(
-      jnp.arange(k, dtype=jnp.int32))[idx]
-  kept = pos >= 0
-  wz = rows.a @ old.zeta
-  z = jnp.where(kept, old.z[jnp.maximum(pos, 0)],
-                jnp.minimum(wz - old.tau, 0.0))
-  u = jnp.where(kept, old.u[jnp.maximum(pos, 0)], 0.0)
-  return rows, old._replace(z=z, u=u, wz=wz)
-
-
 class State(NamedTuple):
-  inst: Instance  # [B, ...] constants.
+  inst: admm_step.Instance  # [B, ...] constants.
   x: jax.Array  # [B, d] primal iterate (rotated, scaled basis).
   t: jax.Array  # [B]
   u_s: jax.Array  # [B, m_pad] dual iterate of the equality rows.
-  rows: Rows  # [B, ...] working sets.
-  work: Work  # [B, ...] iterates on them and the shadows.
-  factors: Factors  # [B, ...]
+  rows: admm_step.Rows  # [B, ...] working sets.
+  work: admm_step.Work  # [B, ...] iterates on them and the shadows.
+  factors: admm_step.Factors  # [B, ...]
   iteration: jax.Array  # [] int32 global iteration counter.
   status: jax.Array  # [B] int32: RUNNING / FEASIBLE / INFEASIBLE / MAX_ITER
   started_at: jax.Array  # [B] int32 global iteration the instance started.
@@ -308,14 +208,14 @@ def init(shared: Shared, problem: Problem, s: Settings) -> State:
   k = working_set_size(s, n, d, problem.subset.shape[1])
 
   def one(subset, mask, y, threshold):
-    inst = _instance(shared, subset, mask, y, threshold, s)
-    f = _factors(shared, inst.a_s, mask, n - jnp.sum(mask),
+    inst = admm_step.instance(shared, subset, mask, y, threshold, s)
+    f = admm_step.factors(shared, inst.a_s, mask, n - jnp.sum(mask),
                  jnp.asarray(s.rho, inst.a_s.dtype), s)
     logits = shared.a_rot @ inst.x_par
-    t = jnp.max(_other_logits(logits, inst))
-    rows = _select_rows(shared, inst, logits, k)
+    t = jnp.max(admm_step.other_logits(logits, inst))
+    rows = admm_step.select_rows(shared, inst, logits, k)
     wz = logits[rows.idx]  # zeta = x_par: z_j = a_j.x_par - t <= 0 for all.
-    work = Work(wz - t, jnp.zeros(k, wz.dtype), inst.x_par, t, wz,
+    work = admm_step.Work(wz - t, jnp.zeros(k, wz.dtype), inst.x_par, t, wz,
                 inst.a_s @ inst.x_par)
     return inst, inst.x_par, t, rows, work, f
 
@@ -333,89 +233,6 @@ def init(shared: Shared, problem: Problem, s: Settings) -> State:
       t_lower=jnp.full(bsz, -jnp.inf, dtype))
 
 
-def _admm_step(shared: Shared, inst: Instance, f: Factors, rows: Rows, x, t,
-               u_s, w: Work, s: Settings):
-  """One OSQP iteration for one instance (Alg. 1, lines 3-6), on S, W and
-  the shadow of the other (inactive) rows."""
-  n = shared.a_rot.shape[0]
-  g = s.sigma + f.rho * shared.lam
-  rho, rho_eq = f.rho, s.rho_eq_ratio * f.rho
-  mask = inst.mask.astype(x.dtype)
-  n_inactive = n - jnp.sum(mask) - rows.idx.shape[0]
-  # Line 3: solve (sigma I + K^T diag(rho) K) [x~; t~] = sigma v - q + K^T w
-  # with w = rho z - u: S rows (z = y), W rows, and the inactive rows
-  # (u = 0, z = A_I zeta - tau) through the shared A'^T A' = diag(lam).
-  w_s = mask * (rho_eq * inst.y - u_s)
-  w_w = rho * w.z - w.u
-  rhs_x = (s.sigma * x + rho * (shared.lam * w.zeta - w.tau * shared.colsum)
-           + inst.a_s.T @ (w_s - rho * mask * (w.sz - w.tau))
-           + rows.a.T @ (w_w - rho * (w.wz - w.tau)))
-  inactive_sum = rho * (shared.colsum @ w.zeta - mask @ w.sz -
-                        jnp.sum(w.wz) - w.tau * n_inactive)
-  rhs_t = s.sigma * t - 1.0 - jnp.sum(w_w) - inactive_sum
-  u1 = _apply_h_inv(g, inst.a_s / g[None, :], f.c_inv, rhs_x)
-  t_new = (rhs_t + f.b @ u1) / f.kappa
-  x_new = u1 + f.h * t_new
-  ax_w = rows.a @ x_new
-  ax_s = inst.a_s @ x_new
-  # Line 4: over-relaxation (the shadow relaxes like the rows it stands
-  # for: z_hat_I = A_I zeta_new - tau_new).
-  relax = lambda new, old: s.alpha * new + (1 - s.alpha) * old
-  z_hat_w = relax(ax_w - t_new, w.z)
-  z_hat_s = relax(ax_s, inst.y)
-  # Line 5: projection onto C = {z_S = y_S, z_R <= 0}; line 6: duals.
-  z_w = jnp.minimum(z_hat_w + w.u / rho, 0.0)
-  u_w = w.u + rho * (z_hat_w - z_w)
-  u_s = u_s + rho_eq * mask * (z_hat_s - inst.y)
-  w = w._replace(z=z_w, u=u_w, zeta=relax(x_new, w.zeta),
-                 tau=relax(t_new, w.tau), wz=relax(ax_w, w.wz),
-                 sz=relax(ax_s, w.sz))
-  return relax(x_new, x), relax(t_new, t), u_s, w
-
-
-def _project(inst: Instance, x):
-  """x moved onto {A_S x = y} (minimum-norm correction)."""
-  return x - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ x - inst.y)
-
-
-def _dual_bound(inst: Instance, rows: Rows, w: Work):
-  """Dual candidate on W: mu = max(u, 0) scaled to sum 1; for every x with
-  A_S x = y and |x - x_par| <= R, max_R a_j.x >= mu^T A_W x >= v.x_par -
-  R |P_perp v| with v = A_W^T mu (mu is 0 off W: still a dual point of
-  the full LP)."""
-  mu = jnp.maximum(w.u, 0.0)
-  total = jnp.sum(mu)
-  mu = mu / jnp.where(total > 0, total, 1.0)
-  v = rows.a.T @ mu
-  v_perp = v - _rowspace_part(inst.a_s, inst.gram_inv, inst.a_s @ v)
-  t_low = jnp.where(total > 0,
-                    v @ inst.x_par - inst.radius * jnp.linalg.norm(v_perp),
-                    -jnp.inf)
-  return mu, t_low
-
-
-def _adapt_rho(shared: Shared, inst: Instance, f: Factors, rows: Rows, x, t,
-               u_s, w: Work, s: Settings) -> Factors:
-  """OSQP's rule: rho *= sqrt(relative primal / relative dual residual),
-  residuals on S and W (the inactive rows carry no dual)."""
-  mask = inst.mask.astype(x.dtype)
-  kx_w, kx_s = rows.a @ x - t, inst.a_s @ x
-  ktu_x = rows.a.T @ w.u + inst.a_s.T @ (mask * u_s)
-  ktu_t = -jnp.sum(w.u)
-  scale = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(kx_w)), jnp.max(
-      jnp.abs(mask * kx_s))), jnp.maximum(jnp.max(jnp.abs(w.z)), jnp.max(
-          jnp.abs(inst.y))))
-  prim = jnp.maximum(jnp.max(jnp.abs(kx_w - w.z)), jnp.max(
-      jnp.abs(mask * (kx_s - inst.y)))) / jnp.maximum(scale, 1e-12)
-  dual = jnp.maximum(jnp.max(jnp.abs(ktu_x)), jnp.abs(1.0 + ktu_t)) / (
-      jnp.maximum(jnp.maximum(jnp.max(jnp.abs(ktu_x)), jnp.abs(ktu_t)), 1.0))
-  ratio = jnp.sqrt(prim / jnp.maximum(dual, 1e-12))
-  rho = jnp.clip(f.rho * ratio, 1e-6, 1e6)
-  rho = jnp.where((ratio > 5.0) | (ratio < 0.2), rho, f.rho)
-  n = shared.a_rot.shape[0]
-  return _factors(shared, inst.a_s, inst.mask, n - jnp.sum(inst.mask), rho, s)
-
-
 def _select(mask, new, old):
   """Per-instance where over a pytree with leading batch axis."""
   return jax.tree.map(
@@ -425,7 +242,7 @@ def _select(mask, new, old):
 
 def update(shared: Shared, state: State, s: Settings) -> State:
   """One iteration for every running instance (decided ones stay frozen)."""
-  step = functools.partial(_admm_step, shared, s=s)
+  step = functools.partial(admm_step.step, shared, s=s)
   x, t, u_s, work = jax.vmap(step)(state.inst, state.factors, state.rows,
                                    state.x, state.t, state.u_s, state.work)
   running = state.status == RUNNING
@@ -450,13 +267,14 @@ def _check_all(shared: Shared, state: State, s: Settings) -> State:
   W alone has an instance's projected point below its threshold. With
   objective 'solve' nothing is nominated (the candidates are recorded)."""
   running = state.status == RUNNING
-  mu, t_low = jax.vmap(_dual_bound)(state.inst, state.rows, state.work)
+  mu, t_low = jax.vmap(admm_step.dual_bound)(state.inst, state.rows,
+                                             state.work)
   loud = state.iteration >= state.quiet_until
   infeasible = running & loud & (t_low > state.inst.threshold)
   if s.objective == "solve":
     infeasible = jnp.zeros_like(infeasible)
   better_low = running & (t_low > state.t_lower)
-  x_proj = jax.vmap(_project)(state.inst, state.x)
+  x_proj = jax.vmap(admm_step.project)(state.inst, state.x)
   t_up_w = jnp.max(jnp.einsum("bkd,bd->bk", state.rows.a, x_proj), axis=1)
   state = state._replace(
       status=jnp.where(infeasible, INFEASIBLE, state.status),
@@ -480,7 +298,8 @@ def _full_logits(shared: Shared, state: State, x_proj, which):
   `which` only (so that no instance's record depends on the others of its
   batch). Returns (state, logits)."""
   logits = (shared.a_rot @ x_proj.T).T  # [B, N]
-  t_up = jnp.max(jax.vmap(_other_logits)(logits, state.inst), axis=1)
+  t_up = jnp.max(jax.vmap(admm_step.other_logits)(logits, state.inst),
+                 axis=1)
   running = which & (state.status == RUNNING)
   feasible = running & (t_up < state.inst.threshold)
   better_up = running & (t_up < state.t_upper)
@@ -495,7 +314,7 @@ def _scan_all(shared: Shared, state: State, s: Settings) -> State:
   """Every `scan_every` iterations: the full pass of `_full_logits`, then
   each working set refreshed to the K largest logits (rows with a positive
   multiplier kept; new rows start at the shadow)."""
-  x_proj = jax.vmap(_project)(state.inst, state.x)
+  x_proj = jax.vmap(admm_step.project)(state.inst, state.x)
   status = state.status
   state, logits = _full_logits(shared, state, x_proj,
                                state.iteration >= state.quiet_until)
@@ -505,7 +324,7 @@ def _scan_all(shared: Shared, state: State, s: Settings) -> State:
 
   def refresh(inst, rows, w, row_logits):
     keep = row_logits.at[rows.idx].max(jnp.where(w.u > 0, jnp.inf, -jnp.inf))
-    return _select_rows(shared, inst, keep, k, rows, w)
+    return admm_step.select_rows(shared, inst, keep, k, rows, w)
 
   # Decided instances are refreshed too (their W is not used again): no
   # select copies the [B, K, d] rows.
@@ -515,7 +334,7 @@ def _scan_all(shared: Shared, state: State, s: Settings) -> State:
 
 
 def _adapt_all(shared: Shared, state: State, s: Settings) -> State:
-  adapt = functools.partial(_adapt_rho, shared, s=s)
+  adapt = functools.partial(admm_step.adapted_factors, shared, s=s)
   factors = jax.vmap(adapt)(state.inst, state.factors, state.rows, state.x,
                             state.t, state.u_s, state.work)
   return state._replace(factors=_select(state.status == RUNNING, factors,

@@ -22,9 +22,11 @@ import numpy as np
 from bottleneck.lp import certificates, polish
 
 
-def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0):
+def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
+            duals=()):
   """(lower, upper, evidence) for t* from an iterate x and multipliers mu
-  (either may be None); -inf / +inf where a side is not proved."""
+  (either may be None; `duals`: dual points to check as they are, e.g.
+  lp.finish's); -inf / +inf where a side is not proved."""
   lower, upper, best_x, evidence = -np.inf, np.inf, None, {}
   ray = certificates.check_unbounded(facts, subset, x) if x is not None \
       else {"ok": False}
@@ -44,11 +46,13 @@ def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0):
     cert = certificates.check_feasible(facts, subset, y, cand, np.inf)
     if cert["t_upper"] < upper:
       upper, best_x = cert["t_upper"], cert["x"]
-  for cand in candidates_mu:
+  checked = [(cand, {}) for cand in candidates_mu] + [
+      (cand, {"drop": 0.0, "retries": 1}) for cand in duals]
+  for cand, how in checked:
     if cand is None or not cand.any():
       continue
     cert = certificates.check_infeasible_global(facts, subset, y, cand,
-                                                -np.inf)
+                                                -np.inf, **how)
     if cert["ok"] and cert["t_lower"] > lower:
       lower, evidence = cert["t_lower"], cert
   return lower, upper, dict(evidence, kind="bracket", x=best_x)

@@ -1,0 +1,115 @@
+"""The exact finish (lp.finish): interior point with row generation on the
+rows an iterate names, against scipy/HiGHS, and its use by topm.solve."""
+
+from absl.testing import absltest
+import numpy as np
+
+from bottleneck import topm
+from bottleneck.lp import admm, bracket, certificates, finish
+from bottleneck.lp import facts as lp_facts
+from tests.lp_modes_test import _highs_t
+
+
+def _band_instances(a, m, trials, seed):
+  """Subsets of a random A at m and their HiGHS t* (the reference)."""
+  rng = np.random.default_rng(seed)
+  insts = topm.make_instances(a.shape[0], m, trials, "logits", rng)
+  return insts, [_highs_t(a, it.subset, it.y) for it in insts]
+
+
+class FinishTest(absltest.TestCase):
+
+  def test_t_star_and_certified_bracket_match_highs(self):
+    a = np.random.default_rng(0).standard_normal((1500, 32))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 9, 4, 1)
+    for it, t_star in zip(insts, truth):
+      # A poor start: the row-space point, which names the wrong rows.
+      x0 = facts.rowspace(it.subset, it.y)[0]
+      x_w, duals, t_w, info = finish.solve(facts, it.subset, it.y, x0)
+      self.assertEqual(info["violated"], 0)
+      self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
+      lower, upper, _ = bracket.bracket(facts, it.subset, it.y, x_w,
+                                        duals=duals)
+      self.assertLessEqual(lower, t_star + 1e-9)
+      self.assertGreaterEqual(upper, t_star - 1e-9)
+      self.assertLess(upper - lower, 1e-4 * max(1, abs(t_star)))
+
+  def test_row_generation_from_a_set_that_leaves_the_lp_unbounded(self):
+    # Twice d + 1 - m rows around the row-space point cannot bound the
+    # LP on their own here: the box holds it, and violated rows are added.
+    a = np.random.default_rng(2).standard_normal((4000, 24))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 6, 2, 3)
+    rounds = []
+    for it, t_star in zip(insts, truth):
+      x0 = facts.rowspace(it.subset, it.y)[0]
+      _, _, t_w, info = finish.solve(facts, it.subset, it.y, x0,
+                                     s=finish.Settings(rows_factor=1.0))
+      rounds.append(info["rounds"])
+      self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
+    self.assertGreater(max(rounds), 1)
+
+  def test_duals_are_dual_points_checked_in_float64(self):
+    a = np.random.default_rng(4).standard_normal((800, 20))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 6, 2, 5)
+    for it, t_star in zip(insts, truth):
+      _, duals, _, _ = finish.solve(facts, it.subset, it.y,
+                                    facts.rowspace(it.subset, it.y)[0])
+      certs = [certificates.check_infeasible_global(
+          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
+               for mu in duals]
+      good = [c["t_lower"] for c in certs if c["ok"]]
+      self.assertNotEmpty(good)
+      self.assertLessEqual(max(good), t_star + 1e-9)
+      # A tampered dual (mass moved to a row far from active) is refused
+      # or proves much less.
+      mu = duals[-1].copy()
+      far = np.argmin(a @ facts.rowspace(it.subset, it.y)[0])
+      mu[far] += 0.5 * mu.max()
+      cert = certificates.check_infeasible_global(
+          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
+      self.assertFalse(cert["ok"] and cert["t_lower"] > t_star - 1e-3)
+
+
+class SolveWithFinishTest(absltest.TestCase):
+
+  def test_finish_decides_what_admm_left_open(self):
+    # Rows on the unit sphere (as Gemma 3's head, t* near 1 in its band)
+    # and 15 ADMM iterations, too few for these instances; the check at age
+    # 10 runs the finish, and every verdict agrees with HiGHS.
+    a = np.random.default_rng(6).standard_normal((2000, 32))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    insts, truth = _band_instances(a, 5, 6, 7)
+    self.assertLen({t < 1.0 for t in truth}, 2)  # Both verdicts occur.
+    few = dict(settings=admm.Settings(max_iters=15), batch=8, first_check=10)
+    without = topm.solve(a, insts, finish_after=None, **few)
+    self.assertGreater(sum(d["verdict"] == "undecided" for d in without), 3)
+    details = topm.solve(a, insts, finish_after=10, **few)
+    self.assertTrue(any(d["source"] == "ipm" for d in details))
+    for det, t_star in zip(details, truth):
+      self.assertNotEqual(det["verdict"], "undecided")
+      self.assertTrue(det["certificate_ok"])
+      self.assertEqual(det["verdict"] == "feasible", t_star < 1.0)
+
+  def test_solve_mode_bracket_closes_through_the_finish(self):
+    a = np.random.default_rng(8).standard_normal((2000, 32))
+    insts, truth = _band_instances(a, 10, 3, 9)
+    details = topm.solve(a, insts, settings=admm.Settings(max_iters=150),
+                         batch=4, objective="solve", tolerance=1e-5,
+                         finish_after=100)
+    for det, t_star in zip(details, truth):
+      self.assertTrue(det["bracket_closed"])
+      self.assertLessEqual(det["lower_bound"], t_star + 1e-9)
+      self.assertGreaterEqual(det["upper_bound"], t_star - 1e-9)
+
+  def test_bad_finish_after(self):
+    a = np.random.default_rng(0).standard_normal((200, 16))
+    insts, _ = _band_instances(a, 4, 1, 0)
+    with self.assertRaisesRegex(ValueError, "finish_after"):
+      topm.solve(a, insts, finish_after=0)
+
+
+if __name__ == "__main__":
+  absltest.main()
