@@ -201,7 +201,6 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                     verify=verify if objective == "decide" else None)
   cost = records.CostModel([it.subset.size for it in queue])
   for done, out in enumerate(runs, start=1):
-    cost.finished(out.index, out.iterations)
     inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
     if out.decided:
       details[order[out.index]] = dict(out.decided,
@@ -216,6 +215,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       details[order[out.index]] = records.decide(
           facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
           exact_fallback)
+    cost.finished(out.index, out.iterations, details[order[out.index]].get(
+        "verify_seconds", 0.0), out.running)
     if meter:
       meter.update(done, cost.eta())
   return details

@@ -1,12 +1,14 @@
 """Top-m LP at vocabulary scale: the working set, solve mode (t* to a
 tolerance), scale invariance and repeated rows, against scipy/HiGHS."""
 
+from unittest import mock
+
 from absl.testing import absltest
 import numpy as np
 from scipy import optimize
 
 from bottleneck import topm
-from bottleneck.lp import admm
+from bottleneck.lp import admm, records
 
 
 def _highs_t(a, subset, y):
@@ -116,6 +118,27 @@ class InvarianceTest(absltest.TestCase):
     self.assertEqual((det["verdict"], det["certificate"]),
                      ("infeasible", "twin_rows"))
     self.assertEqual(det["lower_bound"], np.inf)
+
+
+class EtaTest(absltest.TestCase):
+
+  def test_cost_model_counts_running_ages_and_host_seconds(self):
+    # m = 10, 10, 20, 20. At t = 0 instance 0 (m = 10, 100 iterations)
+    # finishes; at t = 1 instance 2 (m = 20, 300 iterations, 0.5 s on the
+    # host) while 1 and 3 run at ages 150 and 200. Device seconds per
+    # iteration: (1 - 0.5) / 300. Expected iterations: m = 10 (100 + 150)
+    # / 2 = 125 (instance 1 is past it: 0 left); m = 20 (300 + 200) / 2 =
+    # 250 (50 left) plus its mean host time 0.5 s.
+    clock = iter([0.0, 1.0, 0.0, 1.0])
+    with mock.patch.object(records.time, "perf_counter",
+                           lambda: next(clock)):
+      for running in (((1, 150), (3, 200)), ()):
+        cost = records.CostModel([10, 10, 20, 20])
+        cost.finished(0, 100)
+        cost.finished(2, 300, host_seconds=0.5, running=running)
+        want = (50 / 600 + 0.5 if running else
+                100 / 600 + (300 / 600 + 0.5))  # Finished ones alone.
+        self.assertAlmostEqual(cost.eta(), want)
 
 
 class BadInputTest(absltest.TestCase):

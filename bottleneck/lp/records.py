@@ -73,39 +73,69 @@ def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
 
 
 class CostModel:
-  """The LP's ETA: the remaining instances' expected iterations (the mean
-  of the finished ones of the same m; the queue is shuffled, so every m is
-  sampled early) times the seconds per iteration measured since the first
-  instance finished (compilation excluded). O(distinct m) per update."""
+  """The LP's ETA: every unfinished instance's expected iterations times
+  the seconds per iteration, plus its expected host seconds (the float64
+  checks and lp.finish, which run outside the iterations).
+
+  Expected iterations of an m: the mean over its finished instances and,
+  as lower bounds, the ages of its running ones (the quick instances of
+  an m finish first: finished ones alone would bias the ETA low); a running
+  instance is expected to need what is left of that mean. Seconds per
+  iteration and host seconds are measured since the first instance
+  finished (compilation excluded). The queue is shuffled, so every m is
+  sampled early. O(distinct m + batch) per update."""
 
   def __init__(self, m_of_instance):
     self.m = list(m_of_instance)
     self.left = collections.Counter(self.m)  # Unfinished instances per m.
     self.sum = collections.Counter()  # Finished iterations per m.
     self.count = collections.Counter()  # Finished instances per m.
+    self.host = collections.Counter()  # Host seconds per m.
     self.t0 = self.t_last = None
     self.done_iters = 0
+    self.host_after_t0 = 0.0
+    self.running = ()
 
-  def finished(self, index: int, iterations: int) -> None:
+  def finished(self, index: int, iterations: int, host_seconds: float = 0.0,
+               running=()) -> None:
+    """Instance `index` is done; `running`: (index, age) of the instances
+    still iterating (lp.stream.Finished.running)."""
     now = time.perf_counter()
     iterations = max(iterations, 1)
     if self.t0 is None:
       self.t0 = now
     else:
       self.done_iters += iterations
+      self.host_after_t0 += host_seconds
     self.t_last = now
     m = self.m[index]
     self.left[m] -= 1
     self.sum[m] += iterations
     self.count[m] += 1
+    self.host[m] += host_seconds
+    self.running = tuple(running)
 
   def eta(self) -> float | None:
     if not self.done_iters or self.t_last == self.t0:
       return None
-    every = sum(self.sum.values()) / sum(self.count.values())
-    mean = lambda m: self.sum[m] / self.count[m] if self.count[m] else every
-    rate = (self.t_last - self.t0) / self.done_iters
-    return rate * sum(n * mean(m) for m, n in self.left.items() if n)
+    busy = max(self.t_last - self.t0 - self.host_after_t0, 0.0)
+    rate = busy / self.done_iters
+    ages = collections.defaultdict(list)
+    for index, age in self.running:
+      ages[self.m[index]].append(age)
+    total_n = sum(self.count.values())
+    every = sum(self.sum.values()) / total_n
+    every_host = sum(self.host.values()) / total_n
+    left = 0.0
+    for m, n in self.left.items():
+      if not n:
+        continue
+      seen = self.count[m] + len(ages[m])
+      mean = ((self.sum[m] + sum(ages[m])) / seen) if seen else every
+      host = self.host[m] / self.count[m] if self.count[m] else every_host
+      left += rate * ((n - len(ages[m])) * mean + sum(
+          max(mean - a, 0.0) for a in ages[m])) + n * host
+    return left
 
 
 def power_of_two_scaled(a):

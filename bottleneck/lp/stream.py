@@ -94,6 +94,8 @@ class Finished(NamedTuple):
   mu: np.ndarray  # [N] best multipliers candidate (0 off its W).
   iterations: int  # Iterations the instance ran.
   decided: object = None  # What `decide` returned, if it released the slot.
+  # (index, age) of the instances still running when this one came out.
+  running: tuple = ()
 
 
 # verify(index, claim, x_rot [d], mu [N]) -> a verdict object, or None when
@@ -145,6 +147,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         (state.status, state.started_at, state.decided_at, state.iteration))
     finished = [i for i, j in enumerate(slots)
                 if j >= 0 and status[i] != admm.RUNNING]
+    running = tuple((j, int(now - started[i])) for i, j in enumerate(slots)
+                    if j >= 0 and status[i] == admm.RUNNING)
     if finished:
       x_rot, mu, mu_idx = jax.device_get((state.x_cert, state.mu_cert,
                                           state.mu_idx))
@@ -159,7 +163,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         if verdict is None:
           resumed.append(i)  # Not certified: iterate on.
           continue
-      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict)
+      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict, running)
     if resumed:
       which = np.zeros(batch, bool)
       which[resumed] = True
@@ -168,7 +172,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       finished = [i for i in finished if i not in resumed]
     if decide is not None:
       finished += yield from _offer(decide, state, slots, status,
-                                    now - started, next_check, n)
+                                    now - started, next_check, n, running)
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
@@ -205,7 +209,7 @@ def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
 
 
 def _offer(decide: Decide, state: admm.State, slots, status, ages,
-           next_check, n_rows: int):
+           next_check, n_rows: int, running: tuple):
   """Offers the due running slots to `decide`; yields what it settles and
   returns those slots (their next offers are scheduled at twice the age)."""
   due = [i for i, j in enumerate(slots) if j >= 0 and
@@ -222,5 +226,6 @@ def _offer(decide: Decide, state: admm.State, slots, status, ages,
       next_check[i] = 2 * ages[i]
       continue
     released.append(i)
-    yield Finished(slots[i], "decided", x[i], u_i, int(ages[i]), verdict)
+    yield Finished(slots[i], "decided", x[i], u_i, int(ages[i]), verdict,
+                   tuple(r for r in running if r[0] != slots[i]))
   return released
