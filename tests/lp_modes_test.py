@@ -139,6 +139,17 @@ class EtaTest(absltest.TestCase):
         want = (50 / 600 + 0.5 if running else
                 100 / 600 + (300 / 600 + 0.5))  # Finished ones alone.
         self.assertAlmostEqual(cost.eta(), want)
+    # A listed running instance that has finished since is not counted.
+    clock = iter([0.0, 1.0, 1.5])
+    with mock.patch.object(records.time, "perf_counter",
+                           lambda: next(clock)):
+      cost = records.CostModel([10] * 4)
+      cost.finished(0, 100)
+      cost.finished(1, 100, running=((2, 50), (3, 60)))
+      cost.finished(2, 100, running=((2, 50), (3, 60)))
+      # Expected iterations (300 + 60) / 4 = 90; instance 3 has 30 left,
+      # at (1.5 - 0) / 200 s per iteration.
+      self.assertAlmostEqual(cost.eta(), 30 * 1.5 / 200)
 
 
 class BadInputTest(absltest.TestCase):

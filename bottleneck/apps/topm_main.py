@@ -97,11 +97,13 @@ def main(argv):
       raise ValueError("`targets` (npy:PATH of probability vectors, one per "
                        "row) is required for --problem=natural.")
     targets = matrices.read_npy(f.targets.removeprefix("npy:"), "targets")
-  shape = mat.array.shape
+  shape, head = mat.array.shape, mat.array
   heads = [mat.name] + [f"gaussian {shape[0]}x{shape[1]}"] * f.gaussian_twin
+  del mat  # The head is freed before its twin is drawn.
   curves = {}
   for k, name in enumerate(heads, start=1):
-    array = mat.array if k == 1 else matrices.random(*shape, seed=f.seed)
+    array = head if k == 1 else matrices.random(*shape, seed=f.seed)
+    head = None
     label = (f"[{k}/{len(heads)}] {name}: LP instances" if len(heads) > 1
              else "LP instances")
     per_problem = topm.sweeps(

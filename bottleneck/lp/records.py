@@ -95,6 +95,7 @@ class CostModel:
     self.done_iters = 0
     self.host_after_t0 = 0.0
     self.running = ()
+    self.done = set()
 
   def finished(self, index: int, iterations: int, host_seconds: float = 0.0,
                running=()) -> None:
@@ -109,6 +110,7 @@ class CostModel:
       self.host_after_t0 += host_seconds
     self.t_last = now
     m = self.m[index]
+    self.done.add(index)
     self.left[m] -= 1
     self.sum[m] += iterations
     self.count[m] += 1
@@ -121,8 +123,9 @@ class CostModel:
     busy = max(self.t_last - self.t0 - self.host_after_t0, 0.0)
     rate = busy / self.done_iters
     ages = collections.defaultdict(list)
-    for index, age in self.running:
-      ages[self.m[index]].append(age)
+    for index, age in self.running:  # (Some may have finished since.)
+      if index not in self.done:
+        ages[self.m[index]].append(age)
     total_n = sum(self.count.values())
     every = sum(self.sum.values()) / total_n
     every_host = sum(self.host.values()) / total_n
