@@ -199,7 +199,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                     (solved if objective == "solve" else decide)
                     if first_check else None, first_check or 100,
                     verify=verify if objective == "decide" else None)
-  cost = records.CostModel([it.subset.size for it in queue])
+  cost = records.CostModel([it.subset.size for it in queue], batch,
+                           settings.max_iters)
   for done, out in enumerate(runs, start=1):
     inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
     if out.decided:
@@ -216,7 +217,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
           exact_fallback)
     cost.finished(out.index, out.iterations, details[order[out.index]].get(
-        "verify_seconds", 0.0), out.running)
+        "verify_seconds", 0.0), out.running, out.clock)
     if meter:
       meter.update(done, cost.eta())
   return details

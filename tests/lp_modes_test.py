@@ -122,34 +122,39 @@ class InvarianceTest(absltest.TestCase):
 
 class EtaTest(absltest.TestCase):
 
+  def _clocked(self, times):
+    clock = iter(times)
+    return mock.patch.object(records.time, "perf_counter",
+                             lambda: next(clock))
+
   def test_cost_model_counts_running_ages_and_host_seconds(self):
-    # m = 10, 10, 20, 20. At t = 0 instance 0 (m = 10, 100 iterations)
-    # finishes; at t = 1 instance 2 (m = 20, 300 iterations, 0.5 s on the
-    # host) while 1 and 3 run at ages 150 and 200. Device seconds per
-    # iteration: (1 - 0.5) / 300. Expected iterations: m = 10 (100 + 150)
-    # / 2 = 125 (instance 1 is past it: 0 left); m = 20 (300 + 200) / 2 =
-    # 250 (50 left) plus its mean host time 0.5 s.
-    clock = iter([0.0, 1.0, 0.0, 1.0])
-    with mock.patch.object(records.time, "perf_counter",
-                           lambda: next(clock)):
-      for running in (((1, 150), (3, 200)), ()):
-        cost = records.CostModel([10, 10, 20, 20])
-        cost.finished(0, 100)
-        cost.finished(2, 300, host_seconds=0.5, running=running)
-        want = (50 / 600 + 0.5 if running else
-                100 / 600 + (300 / 600 + 0.5))  # Finished ones alone.
+    # m = 10, 10, 20, 20, 32 slots. At t = 0 (global iteration 100)
+    # instance 0 (m = 10, 100 iterations) finishes; at t = 1 (iteration
+    # 400) instance 2 (m = 20, 300 iterations, 0.5 s on the host) while 1
+    # and 3 run at ages 150 and 200. Seconds per global iteration:
+    # (1 - 0.5) / 300. Running ages count as 2 a: m = 10 expects (100 +
+    # 300) / 2 = 200 iterations, instance 1 needs max(200, 300) - 150 =
+    # 150 more; m = 20 expects (300 + 400) / 2 = 350, instance 3 needs
+    # 200 more: the critical path (200 > 350 / 32), plus m = 20's mean
+    # host time 0.5 s. Without the running ages: 400 iterations of work
+    # over 32 slots.
+    for running, want in ((((1, 150), (3, 200)), 0.5 / 300 * 200 + 0.5),
+                          ((), 0.5 / 300 * 400 / 32 + 0.5)):
+      with self._clocked([0.0, 1.0]):
+        cost = records.CostModel([10, 10, 20, 20], batch=32)
+        cost.finished(0, 100, clock=100)
+        cost.finished(2, 300, host_seconds=0.5, running=running, clock=400)
         self.assertAlmostEqual(cost.eta(), want)
-    # A listed running instance that has finished since is not counted.
-    clock = iter([0.0, 1.0, 1.5])
-    with mock.patch.object(records.time, "perf_counter",
-                           lambda: next(clock)):
-      cost = records.CostModel([10] * 4)
-      cost.finished(0, 100)
-      cost.finished(1, 100, running=((2, 50), (3, 60)))
-      cost.finished(2, 100, running=((2, 50), (3, 60)))
-      # Expected iterations (300 + 60) / 4 = 90; instance 3 has 30 left,
-      # at (1.5 - 0) / 200 s per iteration.
-      self.assertAlmostEqual(cost.eta(), 30 * 1.5 / 200)
+
+  def test_finished_instances_listed_as_running_are_not_counted(self):
+    with self._clocked([0.0, 1.0, 1.5]):
+      cost = records.CostModel([10] * 4, batch=1)
+      cost.finished(0, 100, clock=100)
+      cost.finished(1, 100, running=((2, 50), (3, 60)), clock=200)
+      cost.finished(2, 100, running=((2, 50), (3, 60)), clock=300)
+      # m = 10 expects (300 + 120) / 4 = 105; instance 3 (age 60) needs
+      # max(105, 120) - 60 = 60 more, at 1.5 / 200 s per iteration.
+      self.assertAlmostEqual(cost.eta(), 60 * 1.5 / 200)
 
 
 class BadInputTest(absltest.TestCase):

@@ -73,72 +73,82 @@ def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
 
 
 class CostModel:
-  """The LP's ETA: every unfinished instance's expected iterations times
-  the seconds per iteration, plus its expected host seconds (the float64
-  checks and lp.finish, which run outside the iterations).
+  """The LP's ETA for a stream of `batch` slots.
 
-  Expected iterations of an m: the mean over its finished instances and,
-  as lower bounds, the ages of its running ones (the quick instances of
-  an m finish first: finished ones alone would bias the ETA low); a running
-  instance is expected to need what is left of that mean. Seconds per
-  iteration and host seconds are measured since the first instance
-  finished (compilation excluded). The queue is shuffled, so every m is
-  sampled early. O(distinct m + batch) per update."""
+  Seconds = tau * (global iterations left) + host seconds left. tau: the
+  seconds per global iteration of the batch, measured since the first
+  instance finished (compilation and host time excluded). Iterations left:
+  the larger of the critical path (the running instance with most left)
+  and all the work left spread over the batch. An instance of m is
+  expected to need the mean over the finished instances of m and the
+  running ones, a running one of age a counted at min(2 a, cap): the
+  iteration counts are heavy-tailed (100 to the cap) and the quick ones
+  finish first, so an instance that has survived to age a is expected to
+  need about a more (and the finished ones alone would bias the ETA
+  low). Host seconds (float64 checks, lp.finish): the mean per finished
+  instance of the same m (else of all). The queue is shuffled, so every m
+  is sampled early. O(distinct m + batch) per update."""
 
-  def __init__(self, m_of_instance):
+  def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000):
     self.m = list(m_of_instance)
+    self.batch, self.cap = max(batch, 1), cap
     self.left = collections.Counter(self.m)  # Unfinished instances per m.
     self.sum = collections.Counter()  # Finished iterations per m.
     self.count = collections.Counter()  # Finished instances per m.
     self.host = collections.Counter()  # Host seconds per m.
-    self.t0 = self.t_last = None
-    self.done_iters = 0
+    self.t0 = self.t_last = self.clock0 = None
+    self.clock = 0
     self.host_after_t0 = 0.0
     self.running = ()
     self.done = set()
 
   def finished(self, index: int, iterations: int, host_seconds: float = 0.0,
-               running=()) -> None:
+               running=(), clock: int = 0) -> None:
     """Instance `index` is done; `running`: (index, age) of the instances
-    still iterating (lp.stream.Finished.running)."""
+    still iterating, `clock` the global iteration (lp.stream.Finished)."""
     now = time.perf_counter()
-    iterations = max(iterations, 1)
     if self.t0 is None:
-      self.t0 = now
+      self.t0, self.clock0 = now, clock
     else:
-      self.done_iters += iterations
       self.host_after_t0 += host_seconds
-    self.t_last = now
+    self.t_last, self.clock = now, max(self.clock, clock)
     m = self.m[index]
     self.done.add(index)
     self.left[m] -= 1
-    self.sum[m] += iterations
+    self.sum[m] += max(iterations, 1)
     self.count[m] += 1
     self.host[m] += host_seconds
     self.running = tuple(running)
 
   def eta(self) -> float | None:
-    if not self.done_iters or self.t_last == self.t0:
+    if self.t_last == self.t0 or self.clock <= self.clock0:
       return None
     busy = max(self.t_last - self.t0 - self.host_after_t0, 0.0)
-    rate = busy / self.done_iters
+    tau = busy / (self.clock - self.clock0)
     ages = collections.defaultdict(list)
     for index, age in self.running:  # (Some may have finished since.)
       if index not in self.done:
         ages[self.m[index]].append(age)
+    expect = lambda age: min(2 * age, self.cap)
     total_n = sum(self.count.values())
-    every = sum(self.sum.values()) / total_n
     every_host = sum(self.host.values()) / total_n
-    left = 0.0
+    every = (sum(self.sum.values()) + sum(
+        expect(a) for group in ages.values() for a in group)) / (
+            total_n + sum(map(len, ages.values())))
+    work = path = host = 0.0
     for m, n in self.left.items():
       if not n:
         continue
       seen = self.count[m] + len(ages[m])
-      mean = ((self.sum[m] + sum(ages[m])) / seen) if seen else every
-      host = self.host[m] / self.count[m] if self.count[m] else every_host
-      left += rate * ((n - len(ages[m])) * mean + sum(
-          max(mean - a, 0.0) for a in ages[m])) + n * host
-    return left
+      mean = (self.sum[m] + sum(map(expect, ages[m]))) / seen if seen else (
+          every)
+      for age in ages[m]:
+        rest = max(mean, expect(age)) - age
+        work, path = work + rest, max(path, rest)
+      work += (n - len(ages[m])) * mean
+      host += n * (self.host[m] / self.count[m] if self.count[m] else
+                   every_host)
+    return tau * max(path, work / self.batch) + host
 
 
 def power_of_two_scaled(a):

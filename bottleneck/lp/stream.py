@@ -94,8 +94,10 @@ class Finished(NamedTuple):
   mu: np.ndarray  # [N] best multipliers candidate (0 off its W).
   iterations: int  # Iterations the instance ran.
   decided: object = None  # What `decide` returned, if it released the slot.
-  # (index, age) of the instances still running when this one came out.
+  # (index, age) of the instances still running when this one came out,
+  # and the global iteration counter then.
   running: tuple = ()
+  clock: int = 0
 
 
 # verify(index, claim, x_rot [d], mu [N]) -> a verdict object, or None when
@@ -163,7 +165,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         if verdict is None:
           resumed.append(i)  # Not certified: iterate on.
           continue
-      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict, running)
+      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict, running,
+                     int(now))
     if resumed:
       which = np.zeros(batch, bool)
       which[resumed] = True
@@ -172,7 +175,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       finished = [i for i in finished if i not in resumed]
     if decide is not None:
       finished += yield from _offer(decide, state, slots, status,
-                                    now - started, next_check, n, running)
+                                    now - started, next_check, n, running,
+                                    int(now))
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
@@ -209,7 +213,7 @@ def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
 
 
 def _offer(decide: Decide, state: admm.State, slots, status, ages,
-           next_check, n_rows: int, running: tuple):
+           next_check, n_rows: int, running: tuple, clock: int):
   """Offers the due running slots to `decide`; yields what it settles and
   returns those slots (their next offers are scheduled at twice the age)."""
   due = [i for i, j in enumerate(slots) if j >= 0 and
@@ -227,5 +231,5 @@ def _offer(decide: Decide, state: admm.State, slots, status, ages,
       continue
     released.append(i)
     yield Finished(slots[i], "decided", x[i], u_i, int(ages[i]), verdict,
-                   tuple(r for r in running if r[0] != slots[i]))
+                   tuple(r for r in running if r[0] != slots[i]), clock)
   return released
