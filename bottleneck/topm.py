@@ -199,8 +199,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                     (solved if objective == "solve" else decide)
                     if first_check else None, first_check or 100,
                     verify=verify if objective == "decide" else None)
-  cost = records.CostModel([it.subset.size for it in queue], batch,
-                           settings.max_iters)
+  cost = records.CostModel(  # An open instance ends at the finish or cap.
+      [it.subset.size for it in queue], batch,
+      min(settings.max_iters, finish_after or settings.max_iters))
   for done, out in enumerate(runs, start=1):
     inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
     if out.decided:

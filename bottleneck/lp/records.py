@@ -90,6 +90,8 @@ class CostModel:
   is sampled early. O(distinct m + batch) per update."""
 
   def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000):
+    """`cap`: the age at which an open instance ends (the iteration cap,
+    or the age of the exact finish)."""
     self.m = list(m_of_instance)
     self.batch, self.cap = max(batch, 1), cap
     self.left = collections.Counter(self.m)  # Unfinished instances per m.
