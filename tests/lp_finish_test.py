@@ -3,6 +3,7 @@ rows an iterate names, against scipy/HiGHS, and its use by topm.solve."""
 
 from absl.testing import absltest
 import numpy as np
+from scipy import optimize
 
 from bottleneck import topm
 from bottleneck.lp import admm, bracket, certificates, finish
@@ -49,6 +50,40 @@ class FinishTest(absltest.TestCase):
       rounds.append(info["rounds"])
       self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
     self.assertGreater(max(rounds), 1)
+
+  def test_unbounded_lp_comes_back_as_a_ray(self):
+    # Rows outside S pushed below a direction v orthogonal to A_S: v is a
+    # ray (t* = -inf; HiGHS: unbounded). Every restriction W has it too,
+    # so the box solve sits on the box and the ray rounds must find v.
+    rng = np.random.default_rng(0)
+    n, d, m = 1500, 24, 6
+    a = rng.standard_normal((n, d))
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    subset = rng.choice(n, m, replace=False)
+    rest = np.setdiff1d(np.arange(n), subset)
+    a[subset] -= np.outer(a[subset] @ v, v)
+    a[rest] -= np.outer(a[rest] @ v + 0.05 + 0.1 * np.abs(
+        rng.standard_normal(rest.size)), v)
+    y = np.ones(m)
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    res = optimize.linprog(
+        c, A_ub=np.hstack([a[rest], -np.ones((rest.size, 1))]),
+        b_ub=np.zeros(rest.size), A_eq=np.hstack([a[subset], np.zeros(
+            (m, 1))]), b_eq=y, bounds=[(None, None)] * (d + 1),
+        method="highs")
+    self.assertEqual(res.status, 3)  # Unbounded.
+    facts = lp_facts.MatrixFacts(a)
+    x, duals, t_w, info = finish.solve(facts, subset, y,
+                                       facts.rowspace(subset, y)[0])
+    self.assertEqual(t_w, -np.inf)
+    self.assertEmpty(duals)
+    self.assertTrue(info["on_box"])
+    self.assertTrue(certificates.check_unbounded(facts, subset, x)["ok"])
+    # The point itself puts S on top with a margin of 1.
+    self.assertTrue(certificates.check_feasible(facts, subset, y, x,
+                                                0.0)["ok"])
 
   def test_duals_are_dual_points_checked_in_float64(self):
     a = np.random.default_rng(4).standard_normal((800, 20))

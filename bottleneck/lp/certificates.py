@@ -22,8 +22,8 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
   P_perp v = 0, which floating point cannot represent; the certificate
   instead states the largest radius R_cert it rules out (with rounding
   bounds) and is accepted iff R_cert >= radius_factor * |x_par|.
-  `polish.dual` first moves mu (least squares on its support) to make P_perp v tiny, which
-  typically makes R_cert astronomically large.
+  `polish.dual` first moves mu (least squares on its support) to make
+  P_perp v tiny, which typically makes R_cert astronomically large.
 """
 
 from __future__ import annotations

@@ -161,12 +161,25 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
   add = s.add_rows or 4 * d
   info = {"rounds": 0, "violated": -1, "rows": int(rows.size),
           "on_box": False}
-  best = None
+  best, ray_mode = None, False
   for rounds in range(1, s.rounds + 1):
     a_w = facts.rows(rows)
     f = np.hstack([a_w @ z_basis, -np.ones((rows.size, 1))])
+    if ray_mode:  # W had a ray: look for one of the whole LP first.
+      ray, pushed_up = _ray(a, subset, z_basis, f, s)
+      info.update(rounds=rounds, rows=int(rows.size), on_box=True)
+      if ray is not None and pushed_up.size == 0:  # t* = -inf.
+        return _far_along(a, subset, x_par, ray, y), [], -np.inf, info
+      if ray is not None:  # Rows the ray does not push down join W.
+        fresh = pushed_up[~np.isin(pushed_up, rows)][:add]
+        rows = np.concatenate([rows, fresh])
+        continue
+      ray_mode = False  # W is bounded now: solve it.
     h = -(a_w @ x_par)
     w, duals, on_box, converged = _ipm(f, h, box, s)
+    if on_box and rounds < s.rounds:  # (LP_W) unbounded, or nearly.
+      ray_mode = True
+      continue
     x_w = x_par + z_basis @ w[:-1]
     logits = polish.matvec(a, x_w)
     logits[subset] = -np.inf
@@ -187,6 +200,29 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
   if best is None:
     return None, [], np.nan, info
   return best[0], best[1], best[2], info
+
+
+def _ray(a, subset, z_basis, f, s: Settings):
+  """A ray of (LP_W) from the homogeneous LP min tau s.t. G z <= tau,
+  |z|_inf <= 1 (well scaled, unlike the box solve; tau* < 0 iff W has a
+  ray): (v = Z z, the rows outside S with a_j . v >= 0), or (None, None)."""
+  w, _, _, _ = _ipm(f, np.zeros(f.shape[0]), 1.0, s)
+  if not w[-1] < -1e-9:
+    return None, None
+  v = z_basis @ w[:-1]
+  logits = polish.matvec(a, v)
+  logits[subset] = -np.inf
+  up = np.flatnonzero(logits >= 0.0)
+  return v, up[np.argsort(-logits[up])]
+
+
+def _far_along(a, subset, x_par, v, y) -> np.ndarray:
+  """x_par + c v with every other logit below min(y) - 1 (v a ray: a_j . v
+  < 0 off S), so that the point itself shows S on top with a margin."""
+  base, slope = polish.matvec(a, x_par), polish.matvec(a, v)
+  base[subset], slope[subset] = -np.inf, -1.0
+  need = (base - (np.min(y) - 1.0)) / -slope
+  return x_par + 2.0 * max(1.0, float(np.max(need))) * v
 
 
 def _scatter(n: int, rows, values) -> np.ndarray:

@@ -5,8 +5,8 @@ devices, the matrix replicated, the state donated); whenever a quarter of
 them holds a verdict candidate, those are handed out and their slots
 restarted with queued instances (`admm.refill`), so slow instances do not
 hold the batch; once the queue is empty, the last instances move to a batch
-a quarter the size (`_shrink`), and again. One compile per (settings, mesh, batch, m_pad, matrix
-shape): `compiled` caches them.
+a quarter the size (`_shrink`), and again. One compile per (settings,
+mesh, batch, m_pad, matrix shape): `compiled` caches them.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
 cheap float32 evidence (a primal point below the threshold, a dual bound
