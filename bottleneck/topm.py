@@ -121,7 +121,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 
   tried = set()  # Instances given their exact finish.
 
-  def finished(index, x, u, age):  # lp.finish's certified bracket, once.
+  def exact_finish(index, x, u, age):  # lp.finish, certified; once each.
     if finish_after is None or age < finish_after or index in tried:
       return None
     tried.add(index)
@@ -138,7 +138,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     inst, x = queue[index], admm.to_original(basis, x_rot)
     lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, u)
     if not bracket.closed(lo, up, tolerance):
-      exact = finished(index, x, u, age)
+      exact = exact_finish(index, x, u, age)
       if exact is None or not bracket.closed(
           max(lo, exact[0]), min(up, exact[1]), tolerance):
         return None
@@ -174,7 +174,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     out = records.verify(facts, inst, "infeasible", x, u, early, delta)
     if out[0] != "undecided":
       return records.detail(inst, *out, "admm", age, start)
-    exact = finished(index, x, u, age)
+    exact = exact_finish(index, x, u, age)
     if exact is not None and exact[1] < inst.threshold:
       out = records.verify(facts, inst, "feasible", exact[2]["x"], None,
                            early, delta)

@@ -8,17 +8,22 @@ matter, so the LP (seed 001, Section 6)
   minimise t   s.t.   A_S x = y_S,   a_j . x <= t  for j in W,       (LP_W)
 
 restricted to the rows W of largest logit at x (and those carrying ADMM's
-multipliers) is solved to 1e-10 by a dense primal-dual interior point
-method (Mehrotra predictor-corrector; Nocedal & Wright, Alg. 14.3) in the
-null-space coordinates of A_S, x = x_par + Z z. Row generation then adds
-every row of A that the solution violates and solves again, until none is
-left: t*(LP_W) <= t* always, with equality once no row is violated.
+multipliers) is solved to a relative gap of 1e-9 by a dense primal-dual
+interior point method (Mehrotra predictor-corrector; Nocedal & Wright,
+Alg. 14.3) in the null-space coordinates of A_S, x = x_par + Z z. Row
+generation then adds the rows of A that the solution violates (and drops
+those farthest from active) and solves again, until none is left:
+t*(LP_W) <= t* always, with equality once no row is violated.
+
+A box |z|_inf <= B keeps (LP_W) bounded while W is too small to be. When
+the solution sits on the box, a well-scaled homogeneous LP looks for a ray
+of W (min tau s.t. G z <= tau, |z|_inf <= 1); rows the ray does not push
+down join W, and a ray of the whole LP (t* = -inf) comes back as a point
+far along it.
 
 Nothing here is trusted: the caller proves t* <= upper at the returned x
-(certificates.check_feasible, every row) and t* >= lower with the returned
-multipliers (certificates.check_infeasible_global). A box |z|_inf <= B keeps
-(LP_W) bounded while W is still too small to be; a solution on the box
-proves nothing and its violated rows are added like any other.
+(certificates.check_feasible / check_unbounded, every row) and t* >= lower
+with the returned multipliers (certificates.check_infeasible_global).
 """
 
 from __future__ import annotations
