@@ -52,11 +52,11 @@ class Settings:
   box_factor: float = 1e4  # B = box_factor * max(1, |x - x_par|).
 
 
-def _ipm(f, h, box, s: Settings):
+def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
   """min t over w = (z, t) s.t. f w <= h, |z|_inf <= box (inequality form,
   f = [G, -1]). Returns (w, duals, on_box, converged); duals: the first
   dual iterate (mu on the rows of f) at or below each of s.dual_gaps,
-  tightest first."""
+  tightest first. Stops early at a primal-feasible w with t < `enough`."""
   k, n = f.shape
   q = np.zeros(n)
   q[-1] = 1.0
@@ -82,10 +82,10 @@ def _ipm(f, h, box, s: Settings):
       if feasible and level not in duals and abs(
           w[-1] - dual_value) <= level * scale:
         duals[level] = mu.copy()
-    if (abs(w[-1] - dual_value) <= s.gap_tol * scale and
-        np.max(np.abs(r_p), initial=0) <= 1e-9 * scale and
-        np.max(np.abs(r_d)) <= 1e-9):
+    if feasible and abs(w[-1] - dual_value) <= s.gap_tol * scale:
       converged = True
+      break
+    if w[-1] < enough and np.max(np.abs(r_p), initial=0) <= 1e-9 * scale:
       break
     d_rows, d_u, d_l = mu / sl, pu / su, pl / sl_box
     root = np.sqrt(d_rows)[:, None] * f
@@ -210,8 +210,9 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
 def _ray(a, subset, z_basis, f, s: Settings):
   """A ray of (LP_W) from the homogeneous LP min tau s.t. G z <= tau,
   |z|_inf <= 1 (well scaled, unlike the box solve; tau* < 0 iff W has a
-  ray): (v = Z z, the rows outside S with a_j . v >= 0), or (None, None)."""
-  w, _, _, _ = _ipm(f, np.zeros(f.shape[0]), 1.0, s)
+  ray; any feasible tau < -1e-3 will do): (v = Z z, the rows outside S
+  with a_j . v >= 0, largest first), or (None, None)."""
+  w, _, _, _ = _ipm(f, np.zeros(f.shape[0]), 1.0, s, enough=-1e-3)
   if not w[-1] < -1e-9:
     return None, None
   v = z_basis @ w[:-1]
