@@ -3,11 +3,11 @@ rows an iterate names, against scipy/HiGHS, and its use by topm.solve."""
 
 from absl.testing import absltest
 import numpy as np
-from scipy import optimize
 
 from bottleneck import topm
 from bottleneck.lp import admm, bracket, certificates, finish
 from bottleneck.lp import facts as lp_facts
+from tests import lp_test
 from tests.lp_modes_test import _highs_t
 
 
@@ -66,13 +66,7 @@ class FinishTest(absltest.TestCase):
     a[rest] -= np.outer(a[rest] @ v + 0.05 + 0.1 * np.abs(
         rng.standard_normal(rest.size)), v)
     y = np.ones(m)
-    c = np.zeros(d + 1)
-    c[-1] = 1.0
-    res = optimize.linprog(
-        c, A_ub=np.hstack([a[rest], -np.ones((rest.size, 1))]),
-        b_ub=np.zeros(rest.size), A_eq=np.hstack([a[subset], np.zeros(
-            (m, 1))]), b_eq=y, bounds=[(None, None)] * (d + 1),
-        method="highs")
+    res = lp_test._linprog_result(a, subset, y)
     self.assertEqual(res.status, 3)  # Unbounded.
     facts = lp_facts.MatrixFacts(a)
     x, duals, t_w, info = finish.solve(facts, subset, y,

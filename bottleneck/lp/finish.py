@@ -76,8 +76,8 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
     gap = sl @ mu + su @ pu + sl_box @ pl
     dual_value = -h @ mu - box * (pu.sum() + pl.sum())
     scale = max(1.0, abs(w[-1]))
-    feasible = (np.max(np.abs(r_p), initial=0) <= 1e-9 * scale and
-                np.max(np.abs(r_d)) <= 1e-9)
+    primal_ok = np.max(np.abs(r_p), initial=0) <= 1e-9 * scale
+    feasible = primal_ok and np.max(np.abs(r_d)) <= 1e-9
     for level in s.dual_gaps:
       if feasible and level not in duals and abs(
           w[-1] - dual_value) <= level * scale:
@@ -85,7 +85,7 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
     if feasible and abs(w[-1] - dual_value) <= s.gap_tol * scale:
       converged = True
       break
-    if w[-1] < enough and np.max(np.abs(r_p), initial=0) <= 1e-9 * scale:
+    if w[-1] < enough and primal_ok:
       break
     d_rows, d_u, d_l = mu / sl, pu / su, pl / sl_box
     root = np.sqrt(d_rows)[:, None] * f
