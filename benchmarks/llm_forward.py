@@ -64,8 +64,8 @@ def main():
                                     16)}
     out["config"] = str(subject.cfg)
     del subject, params, fn
-  out.update(peak_rss_gb=resource.getrusage(
-      resource.RUSAGE_SELF).ru_maxrss / 2**20,
+  out.update(peak_rss_gb=resource.getrusage(  # GB (ru_maxrss: KiB)
+      resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9,
              machine=f"{platform.node()} {platform.machine()}",
              jax=jax.__version__, backend=jax.default_backend(),
              date=time.strftime("%Y-%m-%d"))

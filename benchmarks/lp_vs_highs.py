@@ -65,8 +65,8 @@ def child(solver: str, n: int, d: int, trials: int, highs_trials: int):
       out["per_m"][m] = verdicts
     out["instances"] = count
   out["seconds"] = time.perf_counter() - start
-  out["peak_rss_gb"] = resource.getrusage(
-      resource.RUSAGE_SELF).ru_maxrss / 2**20
+  out["peak_rss_gb"] = resource.getrusage(  # GB (ru_maxrss: KiB)
+      resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
   print(json.dumps(out))
 
 

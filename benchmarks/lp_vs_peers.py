@@ -73,7 +73,8 @@ def _matrix(n, d, path=""):
 
 
 def _rss_gb():
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+  return resource.getrusage(  # GB (ru_maxrss: KiB)
+      resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def _bottleneck(a, subsets):

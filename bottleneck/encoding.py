@@ -144,7 +144,7 @@ def average_ranks(rows_kxn) -> np.ndarray:
   return out
 
 
-def spearman_profiles(alpha_v, e_vxd, block: int = 32) -> dict:
+def spearman_profiles(alpha_v, e_vxd, block: int = 8) -> dict:
   """Fig. 3: |Spearman r| of alpha with each principal component (sorted by
   variance) and with each original dimension, and PCA variance ratios.
   Spearman r = Pearson r of average ranks; PCA from the eigenvectors of the

@@ -99,8 +99,30 @@ class ReportTest(absltest.TestCase):
                        ["signrank", "table1"])
     with open(os.path.join(outdir, "report.md")) as f:
       md = f.read()
-    self.assertLen([l for l in md.splitlines() if l.startswith("## ")], 2)
+    self.assertEqual([l for l in md.splitlines() if l.startswith("## ")][-1],
+                     "## Time and memory")  # The two sections, then costs:
+    self.assertLen([l for l in md.splitlines() if l.startswith("## ")], 3)
+    self.assertRegex(md, r"\| table1 \| \d+ \|.*\n\| signrank \| \d+ \|")
     self.assertIn("Partial report", md)  # 2 of the sections only.
+
+  def test_costs_state_the_budget_verdict(self):
+    sections = {n: {"seconds": 10.0, "peak_rss_gb_so_far": 1.0}
+                for n in runner.SECTIONS}
+    sections["real_llm"] = {"seconds": 1000.0, "peak_rss_gb_so_far": 4.5,
+                            "models": {"gemma3": {"seconds": {
+                                "forward": 300.0, "figure1 LP": 500.0,
+                                "total": 990.0}}}}
+    text = runner._costs(sections, list(runner.SECTIONS), "quick")
+    self.assertIn("`real_llm` on gemma3: figure1 LP 500 s, forward 300 s.",
+                  text)
+    self.assertRegex(text, r"over it by 4m00s; the costliest sections are "
+                     r"`real_llm` \(1000 s\)")
+    self.assertIn("Memory: 4.50 GB, over it.", text)
+    for n in sections:
+      sections[n]["seconds"], sections[n]["peak_rss_gb_so_far"] = 1.0, 1.0
+    text = runner._costs(sections, list(runner.SECTIONS), "quick")
+    self.assertIn("Time: 15s, within it.", text)
+    self.assertIn("Memory: 1.00 GB, within it.", text)
 
   def test_eta_is_not_fooled_by_one_fast_section(self):
     eta = runner.Eta(["table1", "figure5"], "quick")

@@ -255,10 +255,10 @@ def run_binary(main, define_flags) -> None:
 
 
 def peak_rss_gb() -> float:
-  """This process's peak resident memory so far in GiB (Linux ru_maxrss is
-  in KiB); progress lines print it as "GB"."""
+  """This process's peak resident memory so far in GB (10^9 bytes; Linux
+  ru_maxrss is in KiB)."""
   import resource  # pylint: disable=g-import-not-at-top
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def release_memory() -> None:

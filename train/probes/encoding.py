@@ -132,7 +132,8 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   kls = {label: [] for label in variants}
   curve, counts = [], {}
   for key, h in (("local", None), ("id", ident), ("ood", ood_pass.h[:cap])):
-    cache = local if h is None else _Cached(subject, h)  # One set at a time.
+    cache = local if h is None else _Cached(subject, h)  # One set at a time
+    local = None  # (Gemma 3, 512 positions: 0.5 GiB of distributions each).
     counts[key] = int(len(cache.h))
     for label in variants:
       errs[label][key] = []

@@ -172,11 +172,11 @@ def probabilities(h_nxd, w_vxd, b_v=None, softcap: float = 0.0,
   chunk = chunk or rows_per_step(np.shape(w_vxd)[0])
   w = jnp.asarray(w_vxd, jnp.float32)
   b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
-  out = [np.asarray(_softmax(jnp.asarray(h_nxd[i:i + chunk], jnp.float32),
-                             w, b, float(softcap)))
-         for i in range(0, len(h_nxd), chunk)]
-  return np.concatenate(out) if out else np.zeros((0, w.shape[0]),
-                                                  np.float32)
+  out = np.empty((len(h_nxd), w.shape[0]), np.float32)  # Filled in place:
+  for i in range(0, len(h_nxd), chunk):  # no second copy at the end.
+    out[i:i + chunk] = _softmax(jnp.asarray(h_nxd[i:i + chunk], jnp.float32),
+                                w, b, float(softcap))
+  return out
 
 
 @functools.partial(jax.jit, static_argnames="softcap")

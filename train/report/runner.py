@@ -43,15 +43,15 @@ SECTIONS = {  # In report order.
     "appendices": seed001_trained.appendices,
     "real_llm": real_llm.real_llm,
 }
-# Seconds per section on the 2-core CPU (quick: measured 2026-11-23, 21
-# min in all, real_llm 12 of it; the ETA scales them by
+# Seconds per section on the 2-core CPU (quick: measured 2026-11-23 at
+# a57c104, 22 min in all, real_llm 13.7 of it; the ETA scales them by
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 3, "figure5": 60, "prescribed": 4, "signrank": 17,
-              "figure1": 67, "figure3": 21, "natural": 51, "trained": 81,
-              "training": 43, "gradient": 67, "lowrank": 38, "spamlang": 46,
-              "encoding": 12, "appendices": 32, "real_llm": 720},
+    "quick": {"table1": 3, "figure5": 52, "prescribed": 5, "signrank": 17,
+              "figure1": 65, "figure3": 22, "natural": 51, "trained": 79,
+              "training": 39, "gradient": 59, "lowrank": 37, "spamlang": 38,
+              "encoding": 11, "appendices": 33, "real_llm": 820},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
@@ -183,6 +183,8 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
   parts = header + [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
                     f"\n\n_Section `{n}` ran in {sections[n]['seconds']:.1f}"
                     f" s{_peak(sections[n])}._" for n in order]
+  if order:
+    parts.append(_costs(sections, order, config.scale))
   for name, text in (("report.md", "\n\n".join(parts) + "\n"),
                      ("results.json", cli.to_json(
                          {"environment": env, "config": config.to_dict(),
@@ -191,6 +193,44 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
     with open(tmp, "w") as f:
       f.write(text)
     os.replace(tmp, os.path.join(outdir, name))  # Never half a file.
+
+
+# The quick scale's budget on the 2-core CPU (seconds, GB).
+BUDGET = {"quick": (900.0, 4.0)}
+
+
+def _costs(sections: dict, order, scale: str) -> str:
+  """Where the time and memory went: a row per section, the costliest
+  phases of each real LLM, and the verdict against the scale's budget."""
+  total = sum(sections[n]["seconds"] for n in order)
+  peak = max(sections[n].get("peak_rss_gb_so_far") or 0.0 for n in order)
+  rows = ["| section | seconds | share | peak RSS so far (GB) |",
+          "|---|---|---|---|"] + [
+              f"| {n} | {sections[n]['seconds']:.0f} | "
+              f"{sections[n]['seconds'] / total:.0%} | "
+              f"{sections[n].get('peak_rss_gb_so_far', '-')} |"
+              for n in order]
+  text = [f"## Time and memory\n\n{len(order)} sections in "
+          f"{_hms(total)}, peak RSS {peak:.2f} GB (10^9 bytes).", "\n".join(
+              rows)]
+  for name, numbers in sections.get("real_llm", {}).get("models", {}).items():
+    phases = sorted(((k, v) for k, v in numbers.get("seconds", {}).items()
+                     if k != "total"), key=lambda kv: -kv[1])[:4]
+    text.append(f"`real_llm` on {name}: " + ", ".join(
+        f"{k} {v:.0f} s" for k, v in phases) + ".")
+  if scale in BUDGET and len(order) == len(SECTIONS):
+    seconds, gb = BUDGET[scale]
+    over = sorted(order, key=lambda n: -sections[n]["seconds"])
+    text.append(
+        f"Budget at this scale: {_hms(seconds)} and {gb:g} GB on 2 cores. "
+        f"Time: {_hms(total)}, "
+        + ("within it." if total <= seconds else
+           f"over it by {_hms(total - seconds)}; the costliest sections are "
+           + ", ".join(f"`{n}` ({sections[n]['seconds']:.0f} s)"
+                       for n in over[:3]) + ".")
+        + f" Memory: {peak:.2f} GB, "
+        + ("within it." if peak <= gb else "over it."))
+  return "\n\n".join(text)
 
 
 def _peak(section: dict) -> str:
