@@ -126,7 +126,8 @@ def probe_model(spec: str, s: Settings, progress=None) -> dict:
       out["appendix_d"] = topm.sweep(
           w, cli.parse_int_list("natural_m", s.natural_m), s.lp_trials,
           "natural", s.seed, targets=targets, batch=s.lp_batch,
-          settings=admm.Settings(max_iters=s.lp_max_iters))
+          settings=admm.Settings(max_iters=s.lp_max_iters),
+          progress="appendix D: LP instances")
     shape = w.shape
     del w  # Its Gaussian twin is drawn once the head is freed (Gemma 3:
     cli.release_memory()  # both held: 3.8 GiB peak, one: 2.5 GiB).
@@ -161,7 +162,9 @@ def figure1(w_or_shape, s: Settings, say=lambda msg: None) -> dict:
   out[label] = [{k: v for k, v in r.items() if k != "trials_detail"}
                 for r in topm.sweep(a, m_values, s.lp_trials, "logits",
                                     s.seed, batch=s.lp_batch,
-                                    settings=settings)]
+                                    settings=settings, progress=(
+                                        f"figure 1, {label} {a.shape[0]}x"
+                                        f"{a.shape[1]}: LP instances"))]
   out[f"{label}_seconds"] = time.perf_counter() - start
   say(f"figure 1 LP on the {label} {a.shape[0]}x{a.shape[1]} matrix: "
       f"{len(m_values) * s.lp_trials} instances in "
