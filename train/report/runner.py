@@ -220,14 +220,14 @@ def _costs(sections: dict, order, scale: str) -> str:
         f"{k} {v:.0f} s" for k, v in phases) + ".")
   if scale in BUDGET and len(order) == len(SECTIONS):
     seconds, gb = BUDGET[scale]
-    over = sorted(order, key=lambda n: -sections[n]["seconds"])
+    costliest = sorted(order, key=lambda n: -sections[n]["seconds"])[:3]
     text.append(
         f"Budget at this scale: {_hms(seconds)} and {gb:g} GB on 2 cores. "
         f"Time: {_hms(total)}, "
         + ("within it." if total <= seconds else
            f"over it by {_hms(total - seconds)}; the costliest sections are "
            + ", ".join(f"`{n}` ({sections[n]['seconds']:.0f} s)"
-                       for n in over[:3]) + ".")
+                       for n in costliest) + ".")
         + f" Memory: {peak:.2f} GB, "
         + ("within it." if peak <= gb else "over it."))
   return "\n\n".join(text)
