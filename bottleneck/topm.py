@@ -126,11 +126,15 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       return None
     tried.add(index)
     inst = queue[index]
-    x_w, duals, _, _ = finish.solve(facts, inst.subset, inst.y, x, u)
+    threshold = inst.threshold if objective == "decide" else None
+    x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
+        facts, inst.subset, inst.y, x, u, threshold=threshold)  # clear.
     if x_w is None:
       return None
-    return bracket.bracket(facts, inst.subset, inst.y, x_w, None,
-                           duals=duals)
+    side = info.get("settled")  # Decide: only the side it settled.
+    return bracket.bracket(
+        facts, inst.subset, inst.y, None if side == "infeasible" else x_w,
+        None, duals=() if side == "feasible" else duals, threshold=threshold)
 
   def solved(index, x_rot, u, t, age):  # Solve mode: a closed bracket.
     del t

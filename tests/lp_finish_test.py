@@ -18,6 +18,21 @@ def _band_instances(a, m, trials, seed):
   return insts, [_highs_t(a, it.subset, it.y) for it in insts]
 
 
+def _unbounded_instance(seed, n=1500, d=24, m=6):
+  """(A, S, y) whose rows outside S lie below a direction v orthogonal to
+  A_S: v is a ray, t* = -inf."""
+  rng = np.random.default_rng(seed)
+  a = rng.standard_normal((n, d))
+  v = rng.standard_normal(d)
+  v /= np.linalg.norm(v)
+  subset = rng.choice(n, m, replace=False)
+  rest = np.setdiff1d(np.arange(n), subset)
+  a[subset] -= np.outer(a[subset] @ v, v)
+  a[rest] -= np.outer(a[rest] @ v + 0.05 + 0.1 * np.abs(
+      rng.standard_normal(rest.size)), v)
+  return a, subset, np.ones(m)
+
+
 class FinishTest(absltest.TestCase):
 
   def test_t_star_and_certified_bracket_match_highs(self):
@@ -55,17 +70,7 @@ class FinishTest(absltest.TestCase):
     # Rows outside S pushed below a direction v orthogonal to A_S: v is a
     # ray (t* = -inf; HiGHS: unbounded). Every restriction W has it too,
     # so the box solve sits on the box and the ray rounds must find v.
-    rng = np.random.default_rng(0)
-    n, d, m = 1500, 24, 6
-    a = rng.standard_normal((n, d))
-    v = rng.standard_normal(d)
-    v /= np.linalg.norm(v)
-    subset = rng.choice(n, m, replace=False)
-    rest = np.setdiff1d(np.arange(n), subset)
-    a[subset] -= np.outer(a[subset] @ v, v)
-    a[rest] -= np.outer(a[rest] @ v + 0.05 + 0.1 * np.abs(
-        rng.standard_normal(rest.size)), v)
-    y = np.ones(m)
+    a, subset, y = _unbounded_instance(0)
     res = lp_test._linprog_result(a, subset, y)
     self.assertEqual(res.status, 3)  # Unbounded.
     facts = lp_facts.MatrixFacts(a)
@@ -78,6 +83,53 @@ class FinishTest(absltest.TestCase):
     # The point itself puts S on top with a margin of 1.
     self.assertTrue(certificates.check_feasible(facts, subset, y, x,
                                                 0.0)["ok"])
+
+  def test_threshold_stops_at_the_round_that_settles_the_side(self):
+    # From a poor start (several rounds to t*), a threshold 2 % above or
+    # below HiGHS's t* is settled in fewer rounds, on the right side, and
+    # the settled side's evidence certifies it in float64.
+    a = np.random.default_rng(2).standard_normal((4000, 24))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 6, 2, 3)
+    s = finish.Settings(rows_factor=1.0)
+    fewer = []
+    for it, t_star in zip(insts, truth):
+      x0 = facts.rowspace(it.subset, it.y)[0]
+      full = finish.solve(facts, it.subset, it.y, x0, s=s)[3]["rounds"]
+      for threshold, side in ((t_star - 0.02 * abs(t_star), "infeasible"),
+                              (t_star + 0.02 * abs(t_star), "feasible")):
+        x_w, duals, _, info = finish.solve(facts, it.subset, it.y, x0, s=s,
+                                           threshold=threshold)
+        self.assertEqual(info["settled"], side)
+        self.assertLessEqual(info["rounds"], full)
+        fewer.append(info["rounds"] < full)
+        lower, upper, _ = bracket.bracket(
+            facts, it.subset, it.y, x_w if side == "feasible" else None,
+            duals=duals if side == "infeasible" else (), threshold=threshold)
+        self.assertTrue(upper < threshold if side == "feasible" else
+                        lower >= threshold)
+        self.assertLessEqual(lower, t_star + 1e-9)
+        self.assertGreaterEqual(upper, t_star - 1e-9)
+    self.assertTrue(any(fewer))
+
+  def test_threshold_settles_an_unbounded_lp_before_its_ray(self):
+    # t* = -inf (as in test_unbounded_lp_comes_back_as_a_ray), but the
+    # first rays of W are not rays of the LP: deciding, the descent along
+    # them from x already puts every other logit below the threshold, a
+    # point check_feasible certifies, rounds before the LP's own ray.
+    a, subset, y = _unbounded_instance(2)
+    self.assertEqual(lp_test._linprog_result(a, subset, y).status, 3)
+    facts = lp_facts.MatrixFacts(a)
+    x0 = facts.rowspace(subset, y)[0]
+    _, _, t_w, full = finish.solve(facts, subset, y, x0)
+    self.assertEqual(t_w, -np.inf)
+    x, duals, top, info = finish.solve(facts, subset, y, x0, threshold=1.0)
+    self.assertEqual(info["settled"], "feasible")
+    self.assertLess(info["rounds"], full["rounds"])
+    self.assertEmpty(duals)
+    cert = certificates.check_feasible(facts, subset, y, x, 1.0)
+    self.assertTrue(cert["ok"])
+    self.assertAlmostEqual(cert["t_upper"], top, delta=1e-9)
 
   def test_duals_are_dual_points_checked_in_float64(self):
     a = np.random.default_rng(4).standard_normal((800, 20))

@@ -23,10 +23,12 @@ from bottleneck.lp import certificates, polish
 
 
 def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
-            duals=()):
+            duals=(), threshold: float | None = None):
   """(lower, upper, evidence) for t* from an iterate x and multipliers mu
   (either may be None; `duals`: dual points to check as they are, e.g.
-  lp.finish's); -inf / +inf where a side is not proved."""
+  lp.finish's); -inf / +inf where a side is not proved. `threshold`: stop
+  at the first side proved clear of it (upper < threshold, or lower >=
+  it), as deciding needs."""
   lower, upper, best_x, evidence = -np.inf, np.inf, None, {}
   ray = certificates.check_unbounded(facts, subset, x) if x is not None \
       else {"ok": False}
@@ -46,6 +48,8 @@ def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
     cert = certificates.check_feasible(facts, subset, y, cand, np.inf)
     if cert["t_upper"] < upper:
       upper, best_x = cert["t_upper"], cert["x"]
+  if threshold is not None and upper < threshold:
+    return lower, upper, dict(evidence, kind="bracket", x=best_x)
   checked = [(cand, {}) for cand in candidates_mu] + [
       (cand, {"drop": 0.0, "retries": 1}) for cand in duals]
   for cand, how in checked:
@@ -55,6 +59,8 @@ def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
                                                 -np.inf, **how)
     if cert["ok"] and cert["t_lower"] > lower:
       lower, evidence = cert["t_lower"], cert
+      if threshold is not None and lower >= threshold:
+        break
   return lower, upper, dict(evidence, kind="bracket", x=best_x)
 
 

@@ -21,6 +21,17 @@ of W (min tau s.t. G z <= tau, |z|_inf <= 1); rows the ray does not push
 down join W, and a ray of the whole LP (t* = -inf) comes back as a point
 far along it.
 
+To decide rather than solve (`threshold`), the rounds stop as soon as one
+settles the verdict: a round's duals bound t* from below (t*(LP_W) <= t*,
+so t_W above the threshold proves INFEASIBLE already), and x_W bounds it
+from above by its largest other logit over every row (below the threshold:
+FEASIBLE). When W has a ray that is not one of the LP, the point x moves
+along it to the minimum of its largest other logit (a line search, from
+the best point yet): on Gemma 3's head at m = 60, the instances whose t*
+is -inf were settled FEASIBLE so, 3-6 rounds in, where finding the LP's
+own ray took more than the 8 rounds allowed. Bounded instances skip the
+last 2-4 rounds, which only move t_W in its sixth digit.
+
 Nothing here is trusted: the caller proves t* <= upper at the returned x
 (certificates.check_feasible / check_unbounded, every row) and t* >= lower
 with the returned multipliers (certificates.check_infeasible_global).
@@ -39,7 +50,8 @@ from bottleneck.lp import polish
 @dataclasses.dataclass(frozen=True)
 class Settings:
   rows_factor: float = 2.0  # |W| = rows_factor * (d + 1 - m) at the start.
-  add_rows: int = 0  # Violated rows added per round at most (0: 4 d).
+  add_rows: int = 0  # Rows added per round at most (0: d; on Gemma 3's head
+  # at m = 60, d rather than 4 d cut the finish by a third, same rounds).
   rounds: int = 8  # Row-generation rounds.
   keep_rows: float = 2.0  # Rows kept between rounds, in units of |W| at
   # the start (0: all kept; fewer rows make each round cheaper).
@@ -52,11 +64,16 @@ class Settings:
   box_factor: float = 1e4  # B = box_factor * max(1, |x - x_par|).
 
 
-def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
+def _ipm(f, h, box, s: Settings, enough: float = -np.inf,
+         box_exit: bool = False):
   """min t over w = (z, t) s.t. f w <= h, |z|_inf <= box (inequality form,
   f = [G, -1]). Returns (w, duals, on_box, converged); duals: the first
   dual iterate (mu on the rows of f) at or below each of s.dual_gaps,
-  tightest first. Stops early at a primal-feasible w with t < `enough`."""
+  tightest first. Stops early at a primal-feasible w with t < `enough`,
+  and with `box_exit` once z has sat on the box with t still for 3
+  iterations (W is too small to bound the LP: on Gemma 3's head at m = 60
+  t settles on the box by the 20th iteration, and the IPM then spent the
+  rest of its 80 there; a bounded LP_W leaves the box with t falling)."""
   k, n = f.shape
   q = np.zeros(n)
   q[-1] = 1.0
@@ -68,7 +85,7 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
   nz = n - 1
   su, sl_box = box - w[:nz], box + w[:nz]  # Box slacks: z <= B, -z <= B.
   pu, pl = np.full(nz, 1e-3), np.full(nz, 1e-3)  # Their multipliers.
-  converged, duals = False, {}
+  converged, duals, pinned, t_before = False, {}, 0, np.inf
   for _ in range(s.max_iters):
     r_d = q + f.T @ mu
     r_d[:nz] += pu - pl
@@ -87,6 +104,11 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
       break
     if w[-1] < enough and primal_ok:
       break
+    pinned = pinned + 1 if box_exit and abs(w[-1] - t_before) <= (
+        1e-6 * scale) and np.max(np.abs(w[:nz]), initial=0) > 0.9 * box else 0
+    if pinned >= 3:
+      break
+    t_before = w[-1]
     d_rows, d_u, d_l = mu / sl, pu / su, pl / sl_box
     root = np.sqrt(d_rows)[:, None] * f
     normal = scipy.linalg.blas.dsyrk(1.0, root, trans=1, lower=1)
@@ -142,12 +164,15 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf):
   return w, [duals[g] for g in sorted(duals)], on_box, converged
 
 
-def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
+def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
+          threshold: float | None = None):
   """(x_W, duals, t_W, info) for (LP) from an iterate x (and multipliers
   mu, whose support joins W), by interior point and row generation; x_W is
   None if no round converged. t_W is a lower estimate of t* (exact once
   info['violated'] is 0); x_W and the duals ([N] multipliers, the
-  tightest first) are for the caller to certify."""
+  tightest first) are for the caller to certify. `threshold`: stop at the
+  first converged round whose t_W, or largest other logit at x_W, is
+  clear of it (`_settled`; info['settled'] says which side)."""
   a = facts.a
   subset = np.asarray(subset)
   n_rows, d = a.shape
@@ -157,13 +182,15 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
   x = np.asarray(x, np.float64)
   logits = polish.matvec(a, x)
   logits[subset] = -np.inf
+  line = (x, logits)  # Decide: a point and its other logits, improved
+  # along each ray of W (a descent on the largest other logit).
   k = min(n_rows - m, int(s.rows_factor * (d + 1 - m)))
   rows = np.argpartition(-logits, k - 1)[:k]
   if mu is not None:
     carried = np.flatnonzero(np.asarray(mu) > 0)
     rows = np.union1d(rows, np.setdiff1d(carried, subset))
   box = s.box_factor * max(1.0, float(np.linalg.norm(x - x_par)))
-  add = s.add_rows or 4 * d
+  add = s.add_rows or d
   info = {"rounds": 0, "violated": -1, "rows": int(rows.size),
           "on_box": False}
   best, ray_mode = None, False
@@ -171,17 +198,26 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
     a_w = facts.rows(rows)
     f = np.hstack([a_w @ z_basis, -np.ones((rows.size, 1))])
     if ray_mode:  # W had a ray: look for one of the whole LP first.
-      ray, pushed_up = _ray(a, subset, z_basis, f, s)
+      ray, slope = _ray(a, subset, z_basis, f, s)
       info.update(rounds=rounds, rows=int(rows.size), on_box=True)
+      pushed_up = None if ray is None else np.flatnonzero(slope >= 0.0)
       if ray is not None and pushed_up.size == 0:  # t* = -inf.
         return _far_along(a, subset, x_par, ray, y), [], -np.inf, info
+      if ray is not None and threshold is not None:  # Descend along the
+        c, top = _line_min(line[1], slope)  # ray from the best point yet;
+        line = (line[0] + c * ray, line[1] + c * np.where(  # the other
+            np.isfinite(slope), slope, 0.0))  # logits (-inf on S) may all
+        if _settled(-np.inf, top, threshold, s):  # clear the threshold.
+          info["settled"] = "feasible"
+          return line[0], [], top, info
       if ray is not None:  # Rows the ray does not push down join W.
+        pushed_up = pushed_up[np.argsort(-slope[pushed_up])]
         fresh = pushed_up[~np.isin(pushed_up, rows)][:add]
         rows = np.concatenate([rows, fresh])
         continue
       ray_mode = False  # W is bounded now: solve it.
     h = -(a_w @ x_par)
-    w, duals, on_box, converged = _ipm(f, h, box, s)
+    w, duals, on_box, converged = _ipm(f, h, box, s, box_exit=True)
     if on_box and rounds < s.rounds:  # (LP_W) unbounded, or nearly.
       ray_mode = True
       continue
@@ -195,6 +231,10 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
                 rows=int(rows.size), on_box=on_box, converged=converged)
     if converged:
       best = (x_w, [_scatter(n_rows, rows, mu_w) for mu_w in duals], t_w)
+      side = _settled(t_w, float(np.max(logits)), threshold, s)
+      if side:
+        info["settled"] = side
+        break
     if violated.size == 0:
       break
     if s.keep_rows and rows.size > s.keep_rows * k:  # The rows nearest to
@@ -207,19 +247,58 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings()):
   return best[0], best[1], best[2], info
 
 
+def _settled(t_w: float, max_other: float, threshold: float | None,
+             s: Settings):
+  """'infeasible' when LP_W's optimum t_w clears the threshold by 3 times
+  the relative gap of the loosest dual kept (so that any of them still
+  certifies it); 'feasible' when the largest other logit at a point is
+  below it; else None."""
+  if threshold is None:
+    return None
+  scale = max(1.0, abs(threshold))
+  if t_w >= threshold + 3 * max(s.dual_gaps) * scale:
+    return "infeasible"
+  if max_other <= threshold - 1e-7 * scale:  # (Far above the rounding of
+    return "feasible"  # check_feasible's float64 bound.)
+  return None
+
+
 def _ray(a, subset, z_basis, f, s: Settings):
   """A ray of (LP_W) from the homogeneous LP min tau s.t. G z <= tau,
   |z|_inf <= 1 (well scaled, unlike the box solve; tau* < 0 iff W has a
-  ray; any feasible tau < -1e-3 will do): (v = Z z, the rows outside S
-  with a_j . v >= 0, largest first), or (None, None)."""
+  ray; any feasible tau < -1e-3 will do): (v = Z z, a_j . v per row, -inf
+  on S), or (None, None)."""
   w, _, _, _ = _ipm(f, np.zeros(f.shape[0]), 1.0, s, enough=-1e-3)
   if not w[-1] < -1e-9:
     return None, None
   v = z_basis @ w[:-1]
-  logits = polish.matvec(a, v)
-  logits[subset] = -np.inf
-  up = np.flatnonzero(logits >= 0.0)
-  return v, up[np.argsort(-logits[up])]
+  slope = polish.matvec(a, v)
+  slope[subset] = -np.inf
+  return v, slope
+
+
+def _line_min(base, slope, grid: int = 64, refine: int = 40):
+  """(c >= 0, g(c)) approximately minimising the convex, piecewise linear
+  g(c) = max_j base_j + c slope_j (-inf entries: rows of S): a geometric
+  grid of c around 1 / max |slope|, then golden section between the
+  neighbours of the best grid point."""
+  rows = np.isfinite(base) & np.isfinite(slope)
+  base, slope = base[rows], slope[rows]
+  g = lambda c: float(np.max(base + c * slope))
+  unit = 1.0 / max(float(np.max(np.abs(slope))), 1e-300)
+  cs = np.concatenate([[0.0], unit * 2.0 ** np.arange(-grid // 2, grid // 2)])
+  values = [g(c) for c in cs]
+  k = int(np.argmin(values))
+  lo, hi = cs[max(k - 1, 0)], cs[min(k + 1, cs.size - 1)]
+  ratio = (np.sqrt(5.0) - 1.0) / 2.0
+  for _ in range(refine):
+    c1, c2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    if g(c1) <= g(c2):
+      hi = c2
+    else:
+      lo = c1
+  best = min([(values[k], cs[k]), (g(0.5 * (lo + hi)), 0.5 * (lo + hi))])
+  return best[1], best[0]
 
 
 def _far_along(a, subset, x_par, v, y) -> np.ndarray:
