@@ -50,8 +50,11 @@ def replay(insts, batch: int, tau: float, check_seconds: float, cap: int,
                next_check[j] < q[j][1]):
           now["t"] += check_seconds
           next_check[j] *= 2
+      # As the stream's host checks see them: every slot still iterating
+      # at this clock, those released now included (the model skips each
+      # once it has finished; they are released one after another).
       running = tuple((j, clock - start[j]) for j in slots
-                      if j >= 0 and start[j] + q[j][1] > clock)
+                      if j >= 0 and start[j] + q[j][1] >= clock)
       for k, j in enumerate(slots):
         if j < 0 or start[j] + q[j][1] > clock:
           continue

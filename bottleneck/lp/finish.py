@@ -52,7 +52,7 @@ class Settings:
   rows_factor: float = 2.0  # |W| = rows_factor * (d + 1 - m) at the start.
   add_rows: int = 0  # Rows added per round at most (0: d; on Gemma 3's head
   # at m = 60, d rather than 4 d cut the finish by a third, same rounds).
-  rounds: int = 8  # Row-generation rounds.
+  rounds: int = 12  # Row-generation rounds (d rows join per round).
   keep_rows: float = 2.0  # Rows kept between rounds, in units of |W| at
   # the start (0: all kept; fewer rows make each round cheaper).
   max_iters: int = 80  # Interior-point iterations per round.
@@ -231,10 +231,14 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
                 rows=int(rows.size), on_box=on_box, converged=converged)
     if converged:
       best = (x_w, [_scatter(n_rows, rows, mu_w) for mu_w in duals], t_w)
-      side = _settled(t_w, float(np.max(logits)), threshold, s)
-      if side:
-        info["settled"] = side
-        break
+    # INFEASIBLE needs converged duals; FEASIBLE any point (A_S x_W = y).
+    side = _settled(t_w if converged else -np.inf, float(np.max(logits)),
+                    threshold, s)
+    if side:
+      info["settled"] = side
+      if not converged:
+        best = (x_w, [], t_w)
+      break
     if violated.size == 0:
       break
     if s.keep_rows and rows.size > s.keep_rows * k:  # The rows nearest to
