@@ -112,6 +112,27 @@ class FinishTest(absltest.TestCase):
         self.assertGreaterEqual(upper, t_star - 1e-9)
     self.assertTrue(any(fewer))
 
+  def test_feasible_side_needs_no_converged_round(self):
+    # 6 interior-point iterations per round: no round converges, so
+    # solving returns nothing; deciding, a round's point (A_S x = y by
+    # construction) whose other logits all lie below the threshold is
+    # returned, and check_feasible's float64 bound confirms it.
+    a = np.random.default_rng(2).standard_normal((4000, 24))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 6, 2, 3)
+    s = finish.Settings(max_iters=6)
+    for it, t_star in zip(insts, truth):
+      x0 = facts.rowspace(it.subset, it.y)[0]
+      self.assertIsNone(finish.solve(facts, it.subset, it.y, x0, s=s)[0])
+      threshold = t_star + 0.05 * abs(t_star)
+      x, _, top, info = finish.solve(facts, it.subset, it.y, x0, s=s,
+                                     threshold=threshold)
+      self.assertEqual(info["settled"], "feasible")
+      self.assertFalse(info["converged"])
+      cert = certificates.check_feasible(facts, it.subset, it.y, x, np.inf)
+      self.assertLess(cert["t_upper"], threshold)
+      self.assertGreaterEqual(cert["t_upper"], t_star - 1e-9)
+
   def test_threshold_settles_an_unbounded_lp_before_its_ray(self):
     # t* = -inf (as in test_unbounded_lp_comes_back_as_a_ray), but the
     # first rays of W are not rays of the LP: deciding, the descent along
