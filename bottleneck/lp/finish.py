@@ -29,7 +29,7 @@ FEASIBLE). When W has a ray that is not one of the LP, the point x moves
 along it to the minimum of its largest other logit (a line search, from
 the best point yet): on Gemma 3's head at m = 60, the instances whose t*
 is -inf were settled FEASIBLE so, 3-6 rounds in, where finding the LP's
-own ray took more than the 8 rounds allowed. Bounded instances skip the
+own ray took more rounds than were allowed. Bounded instances skip the
 last 2-4 rounds, which only move t_W in its sixth digit.
 
 Nothing here is trusted: the caller proves t* <= upper at the returned x
@@ -171,8 +171,10 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
   None if no round converged. t_W is a lower estimate of t* (exact once
   info['violated'] is 0); x_W and the duals ([N] multipliers, the
   tightest first) are for the caller to certify. `threshold`: stop at the
-  first converged round whose t_W, or largest other logit at x_W, is
-  clear of it (`_settled`; info['settled'] says which side)."""
+  first round whose t_W (converged) or whose point's largest other logit
+  clears it (`_settled`; info['settled'] says which side); settled
+  FEASIBLE, the third value is that largest other logit (an upper bound)
+  and the duals are empty."""
   a = facts.a
   subset = np.asarray(subset)
   n_rows, d = a.shape
@@ -236,8 +238,8 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
                     threshold, s)
     if side:
       info["settled"] = side
-      if not converged:
-        best = (x_w, [], t_w)
+      if side == "feasible":
+        best = (x_w, [], float(np.max(logits)))
       break
     if violated.size == 0:
       break
