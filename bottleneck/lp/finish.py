@@ -202,17 +202,18 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
     if ray_mode:  # W had a ray: look for one of the whole LP first.
       ray, slope = _ray(a, subset, z_basis, f, s)
       info.update(rounds=rounds, rows=int(rows.size), on_box=True)
-      pushed_up = None if ray is None else np.flatnonzero(slope >= 0.0)
-      if ray is not None and pushed_up.size == 0:  # t* = -inf.
-        return _far_along(a, subset, x_par, ray, y), [], -np.inf, info
-      if ray is not None and threshold is not None:  # Descend along the
-        c, top = _line_min(line[1], slope)  # ray from the best point yet;
-        line = (line[0] + c * ray, line[1] + c * np.where(  # the other
-            np.isfinite(slope), slope, 0.0))  # logits (-inf on S) may all
-        if _settled(-np.inf, top, threshold, s):  # clear the threshold.
-          info["settled"] = "feasible"
-          return line[0], [], top, info
-      if ray is not None:  # Rows the ray does not push down join W.
+      if ray is not None:
+        pushed_up = np.flatnonzero(slope >= 0.0)
+        if pushed_up.size == 0:  # t* = -inf.
+          return _far_along(a, subset, x_par, ray, y), [], -np.inf, info
+        if threshold is not None:  # Descend along the ray from the best
+          c, top = _line_min(line[1], slope)  # point yet; the other
+          line = (line[0] + c * ray, line[1] + c * np.where(  # logits (-inf
+              np.isfinite(slope), slope, 0.0))  # on S) may all clear the
+          if _settled(-np.inf, top, threshold, s):  # threshold.
+            info["settled"] = "feasible"
+            return line[0], [], top, info
+        # Rows the ray does not push down join W, steepest first.
         pushed_up = pushed_up[np.argsort(-slope[pushed_up])]
         fresh = pushed_up[~np.isin(pushed_up, rows)][:add]
         rows = np.concatenate([rows, fresh])
@@ -234,12 +235,12 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
     if converged:
       best = (x_w, [_scatter(n_rows, rows, mu_w) for mu_w in duals], t_w)
     # INFEASIBLE needs converged duals; FEASIBLE any point (A_S x_W = y).
-    side = _settled(t_w if converged else -np.inf, float(np.max(logits)),
-                    threshold, s)
+    top = float(np.max(logits))
+    side = _settled(t_w if converged else -np.inf, top, threshold, s)
     if side:
       info["settled"] = side
       if side == "feasible":
-        best = (x_w, [], float(np.max(logits)))
+        best = (x_w, [], top)
       break
     if violated.size == 0:
       break
