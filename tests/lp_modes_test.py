@@ -92,6 +92,25 @@ class InvarianceTest(absltest.TestCase):
       got = [d["verdict"] for d in topm.solve(a * factor, insts, batch=8)]
       self.assertEqual(got, base, factor)
 
+  def test_power_of_two_scaling_in_place(self):
+    # A Gaussian 400 x 64 has RMS row norm 8 = 2^3: scaled by 2^-3 exactly,
+    # in place when asked and allowed (no second N x d array), else copied.
+    a = np.random.default_rng(7).standard_normal((400, 64)).astype(np.float32)
+    want = a / np.float32(8.0)
+    copied = records.power_of_two_scaled(a)
+    self.assertIsNot(copied, a)
+    np.testing.assert_array_equal(copied, want)
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    self.assertIsNot(records.power_of_two_scaled(frozen, in_place=True),
+                     frozen)
+    scaled = records.power_of_two_scaled(a, in_place=True)
+    self.assertIs(scaled, a)
+    np.testing.assert_array_equal(a, want)
+    unit = records.power_of_two_scaled(a, in_place=True)  # Already unit.
+    self.assertIs(unit, a)
+    np.testing.assert_array_equal(unit, want)
+
   def test_repeated_rows_in_a_subset(self):
     # Tokens 7 and 8 have identical rows: S = {7, 8, ...} is the LP of
     # S = {7, ...} on A without row 8 (HiGHS on that reduced matrix).

@@ -14,6 +14,7 @@ from absl import flags
 from bottleneck import topm
 from bottleneck.io import cli, matrices
 from bottleneck.lp import admm
+from bottleneck.lp import records as lp_records
 
 
 def define_flags():
@@ -103,7 +104,8 @@ def main(argv):
   curves = {}
   for k, name in enumerate(heads, start=1):
     array = head if k == 1 else matrices.random(*shape, seed=f.seed)
-    head = None
+    head = None  # Ours alone: scaled in place, not copied (lp.records).
+    array = lp_records.power_of_two_scaled(array, in_place=True)
     label = (f"[{k}/{len(heads)}] {name}: LP instances" if len(heads) > 1
              else "LP instances")
     per_problem = topm.sweeps(

@@ -266,11 +266,17 @@ def release_memory() -> None:
   Python garbage, JAX's compiled executables, and glibc's free heap pages
   (malloc_trim; without it a process's RSS keeps every earlier stage's
   peak). A no-op where libc has no malloc_trim."""
-  import ctypes  # pylint: disable=g-import-not-at-top
   import gc  # pylint: disable=g-import-not-at-top
   import jax  # pylint: disable=g-import-not-at-top
   gc.collect()
   jax.clear_caches()
+  trim_heap()
+
+
+def trim_heap() -> None:
+  """glibc's free heap pages back to the OS (malloc_trim), e.g. after a
+  stage's large temporaries; a no-op where libc has no malloc_trim."""
+  import ctypes  # pylint: disable=g-import-not-at-top
   try:
     ctypes.CDLL("libc.so.6").malloc_trim(0)
   except (OSError, AttributeError):
