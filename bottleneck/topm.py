@@ -15,6 +15,7 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -22,6 +23,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
@@ -207,26 +209,38 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   cost = records.CostModel(  # An open instance ends at the finish or cap.
       [it.subset.size for it in queue], batch,
       min(settings.max_iters, finish_after or settings.max_iters))
-  for done, out in enumerate(runs, start=1):
-    inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
-    if out.decided:
-      details[order[out.index]] = dict(out.decided,
-                                       iterations=out.iterations)
-    elif objective == "solve":  # Capped: the bracket it holds, unclosed.
-      start = time.perf_counter()
-      lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, out.mu)
-      details[order[out.index]] = records.bracketed(
-          facts, inst, lo, up, ev, out.iterations, start, delta, policy,
-          tolerance)
-    else:
-      details[order[out.index]] = records.decide(
-          facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
-          exact_fallback)
-    cost.finished(out.index, out.iterations, details[order[out.index]].get(
-        "verify_seconds", 0.0), out.running, out.clock)
-    if meter:
-      meter.update(done, cost.eta())
+  with _host_blas(mesh):  # The host checks run as the stream pulls.
+    for done, out in enumerate(runs, start=1):
+      inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
+      if out.decided:
+        details[order[out.index]] = dict(out.decided,
+                                         iterations=out.iterations)
+      elif objective == "solve":  # Capped: the bracket it holds, unclosed.
+        start = time.perf_counter()
+        lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, out.mu)
+        details[order[out.index]] = records.bracketed(
+            facts, inst, lo, up, ev, out.iterations, start, delta, policy,
+            tolerance)
+      else:
+        details[order[out.index]] = records.decide(
+            facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
+            exact_fallback)
+      cost.finished(out.index, out.iterations, details[order[out.index]].get(
+          "verify_seconds", 0.0), out.running, out.clock)
+      if meter:
+        meter.update(done, cost.eta())
   return details
+
+
+def _host_blas(mesh):
+  """One BLAS thread for the float64 host checks (polish, certificates,
+  lp.finish) when the LP iterates on CPU devices, whose cores XLA uses.
+  On the 2-core CPU of benchmarks/RESULTS.md two OpenBLAS threads made
+  them slower, not faster: lp.finish on Gemma 3's head 1.9x, polish.dual
+  1.7x, a 240-LP sample of paper-size Figure 1 89 -> 69 s."""
+  if mesh.devices.flat[0].platform != "cpu":
+    return contextlib.nullcontext()
+  return threadpoolctl.threadpool_limits(1, user_api="blas")
 
 
 def summarize(m_values, details_per_m, problem: str | None = None

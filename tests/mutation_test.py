@@ -70,11 +70,11 @@ class MutationTest(absltest.TestCase):
                            msg=name)
 
   def test_host_checks_that_never_decide_are_caught(self):
-    def never(*args, **kwargs):  # stream._offer that offers nothing.
+    def never(*args, **kwargs):  # stream._check that releases nothing.
       del args, kwargs
       return []
       yield  # pylint: disable=unreachable
-    with _swapped(stream, "_offer", never):
+    with _swapped(stream, "_check", never):
       self.assertGreater(_failed(
           lp_test.AgreementTest,
           "test_host_checks_decide_band_instances_early"), 0)

@@ -193,15 +193,25 @@ def _enclose(m_mat, z, b):
   (sum_j |M_ji|) |w*|_inf with |w*|_inf <= |R|_inf |b - M z~|_inf /
   (1 - alpha), for a float R ~ (M M^T)^{-1} and a rigorous alpha >=
   |I - R M M^T|_inf < 1; every float product bounded by gamma_n |.| |.|.
-  Returns (z~ refined, the enclosure radius per entry, alpha, residual) or
-  the reason it failed (a string).
+  The bound's nonnegative terms enter only through their row sums, so
+  they are matrix-vector products ((|R| |G|) 1 = |R| (|G| 1)); the one
+  n x n product formed is R G (R from a Cholesky factor of G, with LU as
+  the fallback). Returns (z~ refined, the enclosure radius per entry,
+  alpha, residual) or the reason it failed (a string).
   """
+  import scipy.linalg  # pylint: disable=g-import-not-at-top
   n, p = m_mat.shape
   abs_m = np.abs(m_mat)
   gram = m_mat @ m_mat.T
   try:
-    r_inv = np.linalg.inv(gram)
-  except np.linalg.LinAlgError:
+    r_inv = scipy.linalg.cho_solve(scipy.linalg.cho_factor(
+        gram, check_finite=False), np.eye(n), check_finite=False)
+  except (np.linalg.LinAlgError, ValueError):
+    try:
+      r_inv = np.linalg.inv(gram)
+    except np.linalg.LinAlgError:
+      return "M M^T is numerically singular"
+  if not np.all(np.isfinite(r_inv)):
     return "M M^T is numerically singular"
   for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
     z = z + m_mat.T @ (r_inv @ (b - m_mat @ z))
@@ -209,10 +219,12 @@ def _enclose(m_mat, z, b):
   r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
                                p)
   abs_r = np.abs(r_inv)
-  eye_minus = np.eye(n) - r_inv @ gram
-  alpha = float(np.max(_upper(
-      np.abs(eye_minus) + _gamma(n) * (abs_r @ np.abs(gram)) +
-      _gamma(p) * (abs_r @ (abs_m @ abs_m.T)), 2 * p).sum(axis=1)))
+  # Row sums of |I - fl(R G~)| + gamma_n |R| |G~| + gamma_p |R| |M| |M|^T
+  # (G~ = fl(M M^T); the last two bound the rounding of R G~ and of G~).
+  rows = (np.abs(np.eye(n) - r_inv @ gram).sum(axis=1) +
+          _gamma(n) * (abs_r @ np.abs(gram).sum(axis=1)) +
+          _gamma(p) * (abs_r @ (abs_m @ abs_m.sum(axis=0))))
+  alpha = float(np.max(_upper(rows, 2 * p + 2 * n)))
   if not alpha < 1.0:
     return f"verification failed: |I - R M M^T| bound {alpha:.3g} >= 1"
   w_bound = _upper(np.max(abs_r.sum(axis=1)) * np.max(r_bound), n) / (

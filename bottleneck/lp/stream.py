@@ -135,16 +135,17 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     return instances_lib.pad([instances[max(j, 0)] for j in slots], m_pad,
                              len(slots))
 
-  state = fns.init(shared, problem(), np.array(slots) >= 0)
-  now = 0  # The global iteration counter (state.iteration) on the host.
-  while any(j >= 0 for j in slots):
+  def advance(state, now):
     n_active = sum(j >= 0 for j in slots)
     stop_below = n_active - max(1, batch // 4) if pending else 0
     max_steps = settings.max_iters
     if decide is not None or not pending:  # Back at the next multiple of
       max_steps = step - now % step  # `step` (host checks, the tail).
-    state = fns.advance(shared, state, jnp.int32(max_steps),
-                        jnp.int32(max(stop_below, 0)))
+    return fns.advance(shared, state, jnp.int32(max_steps),
+                       jnp.int32(max(stop_below, 0)))
+
+  state = advance(fns.init(shared, problem(), np.array(slots) >= 0), 0)
+  while any(j >= 0 for j in slots):
     status, started, decided, now = jax.device_get(
         (state.status, state.started_at, state.decided_at, state.iteration))
     finished = [i for i, j in enumerate(slots)
@@ -173,10 +174,16 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       quiet = int(max(now - started[resumed].min(), settings.check_every))
       state = fns.resume(state, which, jnp.int32(quiet))
       finished = [i for i in finished if i not in resumed]
-    if decide is not None:
-      finished += yield from _offer(decide, state, slots, status,
-                                    now - started, next_check, n, running,
-                                    int(now))
+    offers = [] if decide is None else _due(state, slots, status,
+                                            now - started, next_check, n)
+    # The host checks of the offers overlap the next chunk of iterations
+    # (dispatched first; JAX runs it asynchronously). A slot they release
+    # iterates that chunk in vain and is refilled after it.
+    ahead = bool(offers)
+    if ahead:
+      state = advance(state, int(now))
+      finished += yield from _check(decide, offers, slots, next_check,
+                                    running, int(now))
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
@@ -195,6 +202,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       fns = compiled(settings, mesh, batch, m_pad, n, d)
       state, slots, next_check = _shrink(state, slots, next_check, batch,
                                          fns.state_sharding)
+    if not ahead and any(j >= 0 for j in slots):
+      state = advance(state, int(now))
 
 
 def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
@@ -212,24 +221,30 @@ def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
           next_check[keep])
 
 
-def _offer(decide: Decide, state: admm.State, slots, status, ages,
-           next_check, n_rows: int, running: tuple, clock: int):
-  """Offers the due running slots to `decide`; yields what it settles and
-  returns those slots (their next offers are scheduled at twice the age)."""
+def _due(state: admm.State, slots, status, ages, next_check, n_rows: int):
+  """The running slots due for a host check, with copies of their iterates:
+  [(slot, x [d], u [N], t, age)]."""
   due = [i for i, j in enumerate(slots) if j >= 0 and
          status[i] == admm.RUNNING and ages[i] >= next_check[i]]
   if not due:
     return []
   x, u, idx, t = jax.device_get((state.x, state.work.u, state.rows.idx,
                                   state.t))
+  return [(i, x[i], admm.multipliers(n_rows, u[i], idx[i]), float(t[i]),
+           int(ages[i])) for i in due]
+
+
+def _check(decide: Decide, offers, slots, next_check, running: tuple,
+           clock: int):
+  """Offers the due slots to `decide`; yields what it settles and returns
+  those slots (their next offers are scheduled at twice the age)."""
   released = []
-  for i in due:
-    u_i = admm.multipliers(n_rows, u[i], idx[i])
-    verdict = decide(slots[i], x[i], u_i, float(t[i]), int(ages[i]))
+  for i, x, u, t, age in offers:
+    verdict = decide(slots[i], x, u, t, age)
     if verdict is None:
-      next_check[i] = 2 * ages[i]
+      next_check[i] = 2 * age
       continue
     released.append(i)
-    yield Finished(slots[i], "decided", x[i], u_i, int(ages[i]), verdict,
+    yield Finished(slots[i], "decided", x, u, age, verdict,
                    tuple(r for r in running if r[0] != slots[i]), clock)
   return released
