@@ -63,6 +63,8 @@ TRAINED_BAND = {"gemma3": {60: "band"}, "smollm2": {60: "band"}}
 # Instances per m for each solver (the peers are 10-100x slower).
 TRIALS = {"bottleneck": 32, "highs": 4, "mpax": 8, "pdlp": 4}
 BIG = {"bottleneck": 32, "highs": 2, "mpax": 4, "pdlp": 2}  # At 50257 x 768.
+# At 262144 x 640 (HiGHS row generation: over 10 minutes per band instance).
+HUGE = {"bottleneck": 32, "highs": 1, "mpax": 2, "pdlp": 1}
 
 
 def _matrix(n, d, path=""):
@@ -270,7 +272,7 @@ def main():
     for n, d in sizes:
       rng = np.random.default_rng(1)
       for m, regime in bands.get((n, d), {d // 6: "smoke"}).items():
-        trials = BIG if n > 20000 else TRIALS
+        trials = HUGE if n > 200000 else BIG if n > 20000 else TRIALS
         subsets = [np.sort(rng.choice(n, m, replace=False))
                    for _ in range(max(trials.values()))]
         row = {"N": n, "d": d, "m": m, "regime": regime, "matrix": spec,
