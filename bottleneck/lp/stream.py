@@ -175,14 +175,14 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       state = fns.resume(state, which, jnp.int32(quiet))
       finished = [i for i in finished if i not in resumed]
     offers = [] if decide is None else _due(state, slots, status,
-                                            now - started, next_check, n)
+                                            now - started, next_check)
     # The host checks of the offers overlap the next chunk of iterations
     # (dispatched first; JAX runs it asynchronously). A slot they release
     # iterates that chunk in vain and is refilled after it.
     ahead = bool(offers)
     if ahead:
       state = advance(state, int(now))
-      finished += yield from _check(decide, offers, slots, next_check,
+      finished += yield from _check(decide, offers, slots, next_check, n,
                                     running, int(now))
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
@@ -221,25 +221,26 @@ def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
           next_check[keep])
 
 
-def _due(state: admm.State, slots, status, ages, next_check, n_rows: int):
-  """The running slots due for a host check, with copies of their iterates:
-  [(slot, x [d], u [N], t, age)]."""
+def _due(state: admm.State, slots, status, ages, next_check):
+  """The running slots due for a host check, with host copies of their
+  iterates: [(slot, x [d], u [K], W's rows [K], t, age)]."""
   due = [i for i, j in enumerate(slots) if j >= 0 and
          status[i] == admm.RUNNING and ages[i] >= next_check[i]]
   if not due:
     return []
   x, u, idx, t = jax.device_get((state.x, state.work.u, state.rows.idx,
                                   state.t))
-  return [(i, x[i], admm.multipliers(n_rows, u[i], idx[i]), float(t[i]),
-           int(ages[i])) for i in due]
+  return [(i, x[i], u[i], idx[i], float(t[i]), int(ages[i])) for i in due]
 
 
-def _check(decide: Decide, offers, slots, next_check, running: tuple,
-           clock: int):
-  """Offers the due slots to `decide`; yields what it settles and returns
-  those slots (their next offers are scheduled at twice the age)."""
+def _check(decide: Decide, offers, slots, next_check, n_rows: int,
+           running: tuple, clock: int):
+  """Offers the due slots to `decide` (u as an [N] vector, one at a time);
+  yields what it settles and returns those slots (their next offers are
+  scheduled at twice the age)."""
   released = []
-  for i, x, u, t, age in offers:
+  for i, x, u_k, idx_k, t, age in offers:
+    u = admm.multipliers(n_rows, u_k, idx_k)
     verdict = decide(slots[i], x, u, t, age)
     if verdict is None:
       next_check[i] = 2 * age
