@@ -16,6 +16,8 @@ gets the raw iterate of every slot still running at ages `first_check`,
 proves a verdict: ADMM's duals identify a valid dual certificate long
 before its iterates converge (16384 x 512, m = 90, t* = 1.001 to 1.07: all
 8 decided at age 200, where the in-loop test needed 370 to over 5000).
+These host checks run while the device iterates the next chunk (`_due`
+copies the iterates, the chunk is dispatched, `_check` decides).
 """
 
 from __future__ import annotations
