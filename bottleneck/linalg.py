@@ -79,11 +79,22 @@ def cho_solve(l_nxn, b_nxk):
   return solve_lower_t(l_nxn, solve_lower(l_nxn, b_nxk))
 
 
-def gram64(a_nxd, block: int = 8192) -> np.ndarray:
-  """A^T A in float64, summed over blocks of `block` rows (never a float64
-  copy of A: a 262144 x 640 head would take 1.3 GB). Host numpy; A may be
-  a numpy or jax array."""
+def host_rows(d: int) -> int:
+  """Rows of a d-column float64 block of about 8 MiB: the host's row-block
+  size for float64 work over a float32 A. Blocks under glibc's largest
+  mmap threshold (32 MiB) are reused from the heap instead of mapped and
+  faulted in again: A x over Gemma 3's 262144 x 640 head takes 0.06 s in
+  1638-row blocks and 0.23 s in 8192-row ones, and `admm.prepare` peaks
+  0.15 GB lower."""
+  return max(1, (8 << 20) // (8 * max(int(d), 1)))
+
+
+def gram64(a_nxd, block: int | None = None) -> np.ndarray:
+  """A^T A in float64, summed over blocks of `block` rows (default
+  `host_rows`; never a float64 copy of A: a 262144 x 640 head would take
+  1.3 GB). Host numpy; A may be a numpy or jax array."""
   n, d = np.shape(a_nxd)
+  block = block or host_rows(d)
   gram = np.zeros((d, d), np.float64)
   for i in range(0, n, block):
     rows = np.asarray(a_nxd[i:i + block], np.float64)

@@ -174,6 +174,24 @@ class FinishTest(absltest.TestCase):
           facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
       self.assertFalse(cert["ok"] and cert["t_lower"] > t_star - 1e-3)
 
+  def test_factor_cache_is_bounded_in_bytes_and_exact(self):
+    a = np.random.default_rng(5).standard_normal((300, 40))
+    budget = 5 * 40 * 40 * 8  # About five null bases.
+    facts = lp_facts.MatrixFacts(a, cache_bytes=budget)
+    subsets = [np.arange(i, i + 6) for i in range(0, 240, 12)]
+    for subset in subsets + subsets[:3]:
+      z = facts.null_basis(subset)
+      q, _ = facts.qr(subset)
+      self.assertLessEqual(facts._qr_bytes, budget)
+      self.assertEqual(facts._qr_bytes, sum(
+          sum(v.nbytes for v in x) if isinstance(x, tuple) else x.nbytes
+          for x in facts._qr.values()))
+      # Z spans null(A_S), orthonormal, and orthogonal to range(A_S^T).
+      np.testing.assert_allclose(a[subset] @ z, 0.0, atol=1e-12)
+      np.testing.assert_allclose(z.T @ z, np.eye(34), atol=1e-12)
+      np.testing.assert_allclose(q.T @ z, 0.0, atol=1e-12)
+    self.assertLess(len(facts._qr), 2 * len(subsets))  # Evicted some.
+
 
 class SolveWithFinishTest(absltest.TestCase):
 

@@ -127,9 +127,6 @@ class Problem(NamedTuple):
   threshold: jax.Array  # [B] decide t* < threshold.
 
 
-_PREPARE_ROWS = 8192  # Rows rotated per float64 block in `prepare`.
-
-
 def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   """Normalises and rotates A once (float64 eigendecomposition on host).
 
@@ -137,9 +134,10 @@ def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   and its rotation written straight into the device array (donated
   updates): besides A itself, one N x d array of `dtype` is allocated."""
   a = np.asarray(a_nxd)
-  blocks = range(0, a.shape[0], _PREPARE_ROWS)
-  block = lambda i: a[i:i + _PREPARE_ROWS].astype(np.float64)
-  gram = linalg.gram64(a, _PREPARE_ROWS)
+  rows = linalg.host_rows(a.shape[1])  # Per float64 block.
+  blocks = range(0, a.shape[0], rows)
+  block = lambda i: a[i:i + rows].astype(np.float64)
+  gram = linalg.gram64(a, rows)
   scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
   lam, v = np.linalg.eigh(gram / scale**2)
   colsum = np.zeros(a.shape[1])

@@ -9,6 +9,7 @@ import collections
 
 import numpy as np
 
+from bottleneck import linalg
 from bottleneck.lp import polish
 
 
@@ -21,7 +22,8 @@ class MatrixFacts:
   every product formed in float64 by row blocks (exact for float32
   entries; a 262144 x 640 head needs no 1.3 GB copy)."""
 
-  def __init__(self, a, float64_bytes: int = 1 << 30):
+  def __init__(self, a, float64_bytes: int = 1 << 30,
+               cache_bytes: int = 32 << 20):
     self.a = np.asarray(a)
     if self.a.dtype not in (np.float32, np.float64) or (
         self.a.dtype == np.float32 and self.a.size * 8 <= float64_bytes):
@@ -32,6 +34,7 @@ class MatrixFacts:
     self._twins = None
     self._one_sided = None
     self._qr = collections.OrderedDict()
+    self._qr_bytes, self.cache_bytes = 0, cache_bytes
 
   @property
   def one_sided(self) -> bool:
@@ -45,24 +48,29 @@ class MatrixFacts:
     return self._one_sided
 
   def qr(self, subset):
-    """(q, r) of A_S^T (reduced), cached for the last 64 subsets."""
-    key = np.asarray(subset).tobytes()
-    if key not in self._qr:
-      self._qr[key] = np.linalg.qr(self.rows(subset).T)
-      if len(self._qr) > 64:
-        self._qr.popitem(last=False)
-    self._qr.move_to_end(key)
-    return self._qr[key]
+    """(q, r) of A_S^T (reduced), cached (`_cached`)."""
+    return self._cached(np.asarray(subset).tobytes(),
+                        lambda: np.linalg.qr(self.rows(subset).T))
 
   def null_basis(self, subset):
     """Z [d, d - m]: orthonormal basis of null(A_S) (complete QR of A_S^T,
     cached like `qr`)."""
-    key = b"null" + np.asarray(subset).tobytes()
+    size = np.asarray(subset).size
+    return self._cached(
+        b"null" + np.asarray(subset).tobytes(), lambda: np.ascontiguousarray(
+            np.linalg.qr(self.rows(subset).T, mode="complete")[0][:, size:]))
+
+  def _cached(self, key: bytes, compute):
+    """LRU over the factors of recently checked subsets (an instance is
+    checked several times), at most `cache_bytes` in all: a null basis is
+    d^2 float64 (3 MB at d = 640), and 64 of them were 0.2 GB of a
+    262144 x 640 run's 2.1 GB; recomputing one costs ~10 ms."""
     if key not in self._qr:
-      q = np.linalg.qr(self.rows(subset).T, mode="complete")[0]
-      self._qr[key] = q[:, np.asarray(subset).size:]
-      if len(self._qr) > 64:
-        self._qr.popitem(last=False)
+      value = compute()
+      self._qr[key] = value
+      self._qr_bytes += _nbytes(value)
+      while self._qr_bytes > self.cache_bytes and len(self._qr) > 1:
+        self._qr_bytes -= _nbytes(self._qr.popitem(last=False)[1])
     self._qr.move_to_end(key)
     return self._qr[key]
 
@@ -98,8 +106,14 @@ class MatrixFacts:
     return self._twins
 
 
+def _nbytes(value) -> int:
+  return sum(v.nbytes for v in value) if isinstance(value, tuple) else (
+      value.nbytes)
+
+
 def head_norms(a) -> np.ndarray:
-  """|a_j| per row in float64, by row blocks."""
-  return np.concatenate([np.linalg.norm(a[i:i + 8192].astype(np.float64),
+  """|a_j| per row in float64, by row blocks (linalg.host_rows)."""
+  rows = linalg.host_rows(a.shape[1])
+  return np.concatenate([np.linalg.norm(a[i:i + rows].astype(np.float64),
                                         axis=1)
-                         for i in range(0, a.shape[0], 8192)])
+                         for i in range(0, a.shape[0], rows)])
