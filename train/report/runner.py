@@ -43,15 +43,15 @@ SECTIONS = {  # In report order.
     "appendices": seed001_trained.appendices,
     "real_llm": real_llm.real_llm,
 }
-# Seconds per section on the 2-core CPU (quick: measured 2026-11-23 at
-# a57c104, 22 min in all, real_llm 13.7 of it; the ETA scales them by
+# Seconds per section on the 2-core CPU (quick: measured 2026-11-24 at
+# 51a3bfb, 18.5 min in all, real_llm 10.5 of it; the ETA scales them by
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 3, "figure5": 52, "prescribed": 5, "signrank": 17,
-              "figure1": 65, "figure3": 22, "natural": 51, "trained": 79,
-              "training": 39, "gradient": 59, "lowrank": 37, "spamlang": 38,
-              "encoding": 11, "appendices": 33, "real_llm": 820},
+    "quick": {"table1": 3, "figure5": 61, "prescribed": 6, "signrank": 19,
+              "figure1": 58, "figure3": 22, "natural": 51, "trained": 39,
+              "training": 38, "gradient": 62, "lowrank": 37, "spamlang": 39,
+              "encoding": 11, "appendices": 33, "real_llm": 631},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
