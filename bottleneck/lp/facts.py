@@ -112,8 +112,6 @@ def _nbytes(value) -> int:
 
 
 def head_norms(a) -> np.ndarray:
-  """|a_j| per row in float64, by row blocks (linalg.host_rows)."""
-  rows = linalg.host_rows(a.shape[1])
-  return np.concatenate([np.linalg.norm(a[i:i + rows].astype(np.float64),
-                                        axis=1)
-                         for i in range(0, a.shape[0], rows)])
+  """|a_j| per row in float64 (linalg.by_float64_blocks)."""
+  return np.concatenate(linalg.by_float64_blocks(
+      lambda rows: np.linalg.norm(rows, axis=1), a))

@@ -66,14 +66,12 @@ def _basis_rows(a, subset, x, k: int):
 
 
 def matvec(a, x) -> np.ndarray:
-  """A x in float64 without a float64 copy of a float32 A (row blocks of
-  linalg.host_rows; a float64 A is used as it is)."""
+  """A x in float64 without a float64 copy of a float32 A
+  (linalg.by_float64_blocks; a float64 A is used as it is)."""
   x = np.asarray(x, np.float64)
   if a.dtype == np.float64:
     return a @ x
-  rows = linalg.host_rows(a.shape[1])
-  return np.concatenate([a[i:i + rows].astype(np.float64) @ x
-                         for i in range(0, a.shape[0], rows)])
+  return np.concatenate(linalg.by_float64_blocks(lambda rows: rows @ x, a))
 
 
 def basis(a, subset, y, x):
