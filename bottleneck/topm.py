@@ -119,8 +119,14 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   details = [None] * len(instances)
   order = np.random.default_rng(0).permutation(len(instances))
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
-  early = dataclasses.replace(policy, support_factors=policy.support_factors[
-      :1])  # Mid-run: the first support only (a failed try costs little).
+  # Mid-run checks: the first support (a failed try costs little); after
+  # a collapse (certificates.Policy.widen) the widest too, which certifies
+  # Gemma 3's such instances at once where they collapsed until 800-1600.
+  early = dataclasses.replace(policy,
+                              support_factors=policy.support_factors[:1])
+  wide = dataclasses.replace(policy, widen="collapsed", support_factors=(
+      policy.support_factors[:1] + policy.support_factors[-1:]))
+  collapsed = set()  # Instances whose last check's projection collapsed.
 
   tried = set()  # Instances given their exact finish.
 
@@ -178,9 +184,12 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         if cert["ok"]:
           return records.detail(inst, "infeasible", cert["t_lower"], cert,
                                 "admm", age, start)
-    out = records.verify(facts, inst, "infeasible", x, u, early, delta)
+    out = records.verify(facts, inst, "infeasible", x, u,
+                         wide if index in collapsed else early, delta)
     if out[0] != "undecided":
       return records.detail(inst, *out, "admm", age, start)
+    if out[2].get("collapsed"):
+      collapsed.add(index)
     exact = exact_finish(index, x, u, age)
     if exact is not None and exact[1] < inst.threshold:
       out = records.verify(facts, inst, "feasible", exact[2]["x"], None,

@@ -275,9 +275,25 @@ class Policy:
   # point reaches the threshold.
   radius_factor: float = 1e3
   # Supports tried by `polish`, in units of d - m + 1 rows (widest last).
-  support_factors: tuple[float, ...] = (2.0, 4.0, 8.0)
+  support_factors: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0)
+  # When a wider support is tried: 'always' (after any failed global
+  # check) or 'collapsed' (only when the polish's projection collapsed,
+  # polish.Projection: its support too narrow to hold a dual vertex, while
+  # the dual objective of its first signed correction is at least
+  # widen_margin (relative) above the threshold; a collapse below that is
+  # an instance whose multipliers are not there yet, or a feasible one).
+  # An undecided verdict's evidence says whether the last try collapsed
+  # so (`collapsed`): topm.solve's mid-run checks widen an instance's
+  # support only after its second such collapse (benchmarks/RESULTS.md).
+  widen: str = "always"
+  widen_margin: float = 0.01
   # Prescribed probabilities: worst relative error of the ratios on S.
   ratio_rtol: float = 1e-6
+
+  def __post_init__(self):
+    if self.widen not in ("always", "collapsed"):
+      raise ValueError("`widen` must be 'always' or 'collapsed'; got "
+                       f"{self.widen!r}.")
 
 
 def check_twin_rows(a, subset, y, threshold: float) -> dict | None:
@@ -380,16 +396,21 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
   if claim == "infeasible":
     ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
-      polished = polish.dual(a, subset, mu, x, support_factor)
+      projection = polish.project(a, subset, mu, x, support_factor, y=y)
+      polished = projection.mu
       cert = check_infeasible_global(a, subset, y, polished, threshold)
       if cert["ok"]:
         return "infeasible", cert["t_lower"], cert
       if ball is None or not ball["ok"]:
         ball = check_infeasible(a, subset, y, polished, threshold,
                                 policy.radius_factor)
+      collapsed = bool(projection.collapsed and projection.value >=
+                       threshold + policy.widen_margin * abs(threshold))
+      if policy.widen == "collapsed" and not collapsed:
+        break  # A wider support would not lift this dual bound.
     # Only the ball statement holds: reported, but not a global verdict.
     ball.update(kind="ball", ok=False, ball_ok=ball["ok"],
-                global_reason=cert.get("reason"))
+                global_reason=cert.get("reason"), collapsed=collapsed)
     return _ray_or_undecided(a, subset, x, ball)
   return _ray_or_undecided(a, subset, x, {"ok": False})
 

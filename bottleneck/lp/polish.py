@@ -14,12 +14,15 @@ multipliers already name (most of) J:
   `basis`: the same vertex and, from the same LU factorization (the dual
     system is its transpose), the dual point of that basis: when the
     active rows are guessed right both are optimal (t* = y^T lam);
-  `dual`: multipliers moved onto {mu >= 0, sum mu = 1, A_R^T mu in the row
-    space of A_S} (an active-set projection), which the global dual
-    certificate then encloses exactly.
+  `dual` / `project`: multipliers moved onto {mu >= 0, sum mu = 1, A_R^T
+    mu in the row space of A_S} (an active-set projection), which the
+    global dual certificate then encloses exactly; `project` also says
+    whether its support collapsed (too narrow for a dual vertex).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -103,8 +106,23 @@ def basis(a, subset, y, x):
   return x_v, mu
 
 
+class Projection(NamedTuple):
+  """What `project` returns: the multipliers and how the projection went."""
+  mu: np.ndarray  # [N], >= 0, zero off the kept support.
+  collapsed: bool  # The support fell to d + 1 - m rows or fewer (or the
+  # Gram lost definiteness): too narrow to hold a dual vertex.
+  value: float  # y^T lam of the first, signed correction (nan without y):
+  # where the dual objective sits near mu, before any row was dropped.
+
+
 def dual(a, subset, mu, x=None, support_factor: float = 2.0,
-         rounds: int = 30):  # pylint: disable=too-many-locals
+         rounds: int = 30) -> np.ndarray:
+  """`project`'s multipliers alone."""
+  return project(a, subset, mu, x, support_factor, rounds).mu
+
+
+def project(a, subset, mu, x=None, support_factor: float = 2.0,
+            rounds: int = 30, y=None) -> Projection:  # pylint: disable=too-many-locals
   """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
 
   Projects mu onto {mu_K >= 0, sum mu_K = 1, P_perp A_K^T mu_K = 0} by an
@@ -117,6 +135,11 @@ def dual(a, subset, mu, x=None, support_factor: float = 2.0,
   in null-space coordinates, B = [Z^T A_K^T; 1^T] with Z an orthonormal
   basis of null(A_S): (d - m + 1) rows of full rank, so their Gram matrix
   is positive definite; it is formed once and downdated as rows leave K.
+
+  With y, `value` is the dual objective of the first (signed) correction:
+  its A_K^T mu lies in the row space of A_S, so y^T lam = mu^T A_K x_par
+  for the row-space point x_par (A_S x_par = y). Not a bound (mu may be
+  negative), but where a wider support could reach (certificates.Policy).
   """
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   facts = a if hasattr(a, "qr") else None
@@ -137,27 +160,38 @@ def dual(a, subset, mu, x=None, support_factor: float = 2.0,
   support = np.argsort(-rank)[:k]
   z = facts.null_basis(subset) if facts is not None else np.linalg.qr(
       a[subset].astype(np.float64).T, mode="complete")[0][:, subset.size:]
-  b = np.vstack([z.T @ a[support].astype(np.float64).T,
-                 np.ones((1, support.size))])
+  b = np.ones((z.shape[1] + 1, support.size))
+  step = linalg.host_rows(d)  # Z^T A_K^T by row blocks of A_K (a wide K at
+  for i in range(0, support.size, step):  # d = 640: no 48 MB float64 copy).
+    b[:-1, i:i + step] = z.T @ a[support[i:i + step]].astype(np.float64).T
   gram = b @ b.T
   target = np.zeros(b.shape[0])
   target[-1] = 1.0
   keep = np.ones(support.size, bool)
-  for _ in range(rounds):
-    b_k = b[:, keep]
-    # Minimum-norm correction b^T (b b^T)^{-1} r via the (d + 1)^2 Gram.
-    r = target - b_k @ mu0[support[keep]]
+  value, collapsed = float("nan"), False
+  mu0_k = mu0[support]
+  for round_ in range(rounds):
+    # Minimum-norm correction b^T (b b^T)^{-1} r via the (d + 1)^2 Gram
+    # (products with all of b, masked: no copy of its kept columns).
+    r = target - b @ np.where(keep, mu0_k, 0.0)
     try:
-      corr = b_k.T @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(
-          gram, check_finite=False), r, check_finite=False)
+      corr = (b.T @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(
+          gram, check_finite=False), r, check_finite=False))[keep]
     except (np.linalg.LinAlgError, ValueError):
-      corr = np.linalg.lstsq(b_k, r, rcond=None)[0]
-    mu_k = mu0[support[keep]] + corr
+      collapsed = True  # The kept rows no longer span null(A_S).
+      corr = np.linalg.lstsq(b[:, keep], r, rcond=None)[0]
+    mu_k = mu0_k[keep] + corr
+    if round_ == 0 and y is not None:
+      x_par = (facts.rowspace(subset, y)[0] if facts is not None else
+               np.linalg.lstsq(a[subset].astype(np.float64),
+                               np.asarray(y, np.float64), rcond=None)[0])
+      value = float(mu_k @ matvec(a[support], x_par))
     if np.all(mu_k >= 0) or keep.sum() <= b.shape[0]:
+      collapsed |= not np.all(mu_k >= 0)
       break
     drop = np.flatnonzero(keep)[mu_k <= 0]
     gram = gram - b[:, drop] @ b[:, drop].T  # Rows leave K: downdate.
     keep[drop] = False
   out = np.zeros(n)
   out[support[keep]] = np.clip(mu_k, 0.0, None)
-  return out
+  return Projection(out, bool(collapsed), value)

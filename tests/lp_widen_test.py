@@ -1,0 +1,112 @@
+"""The dual polish's collapse (polish.Projection) and the wider support the
+mid-run checks try after it (certificates.Policy.widen), against HiGHS."""
+
+from unittest import mock
+
+from absl.testing import absltest
+import numpy as np
+
+from bottleneck import topm
+from bottleneck.lp import certificates, exact, polish, records
+from bottleneck.lp import facts as lp_facts
+from tests import lp_test
+
+
+def _rough_multipliers(seed=0, noise=1.0, n=3000, d=40, m=24):
+  """An infeasible instance (t* ~ 3.8 > 1) and multipliers / a point as
+  rough as an early solver iterate's: HiGHS's optimum plus noise on 2 % of
+  the rows (for seed 0, the support of 2 (d - m + 1) rows collapses)."""
+  rng = np.random.default_rng(seed)
+  a = rng.standard_normal((n, d))
+  subset = np.sort(rng.choice(n, m, replace=False))
+  y = np.ones(m)
+  sol = exact.solve(a, subset, y)
+  mu = sol["mu"] + noise * np.abs(rng.standard_normal(n)) * (
+      rng.random(n) < 0.02) / n * 50
+  x = sol["x"] + 0.3 * noise * rng.standard_normal(d)
+  return lp_facts.MatrixFacts(a), subset, y, mu, x, sol
+
+
+class WidenTest(absltest.TestCase):
+
+  def test_value_at_the_optimal_multipliers_is_highs_t_star(self):
+    facts, subset, y, _, _, sol = _rough_multipliers()
+    projection = polish.project(facts, subset, sol["mu"], sol["x"], y=y)
+    self.assertFalse(projection.collapsed)
+    np.testing.assert_allclose(projection.value, sol["t"], rtol=1e-9)
+    self.assertTrue(certificates.check_infeasible_global(
+        facts, subset, y, projection.mu, 1.0)["ok"])
+
+  def test_a_collapse_is_reported_and_the_widest_support_certifies(self):
+    facts, subset, y, mu, x, sol = _rough_multipliers()
+    narrow = polish.project(facts, subset, mu, x, 2.0, y=y)
+    self.assertTrue(narrow.collapsed)
+    self.assertGreater(narrow.value, 1.01)  # Its estimate clears the bar,
+    self.assertFalse(certificates.check_infeasible_global(  # its mu fails.
+        facts, subset, y, narrow.mu, 1.0)["ok"])
+    first = certificates.Policy(support_factors=(2.0,))
+    verdict, _, evidence = certificates.verify(facts, subset, y, 1.0,
+                                               "infeasible", x, mu, first)
+    self.assertEqual(verdict, "undecided")
+    self.assertTrue(evidence["collapsed"])
+    wide = certificates.Policy(support_factors=(2.0, 16.0), widen="collapsed")
+    verdict, t_lower, evidence = certificates.verify(
+        facts, subset, y, 1.0, "infeasible", x, mu, wide)
+    self.assertEqual(verdict, "infeasible")
+    self.assertEqual(evidence["kind"], "global")
+    self.assertGreaterEqual(t_lower, 1.0)
+    self.assertLessEqual(t_lower, sol["t"] * (1 + 1e-9))  # A sound bound.
+
+  def test_no_wider_support_where_the_estimate_is_below_the_threshold(self):
+    facts, subset, y, mu, x, sol = _rough_multipliers()
+    threshold = 2.0 * sol["t"]  # Feasible at this threshold: no proof.
+    wide = certificates.Policy(support_factors=(2.0, 16.0), widen="collapsed")
+    with mock.patch.object(polish, "project", wraps=polish.project) as spy:
+      verdict, _, evidence = certificates.verify(
+          facts, subset, y, threshold, "infeasible", x, mu, wide)
+    self.assertEqual(verdict, "undecided")
+    self.assertFalse(evidence["collapsed"])
+    self.assertEqual(spy.call_count, 1)  # 'always' would try both.
+    with mock.patch.object(polish, "project", wraps=polish.project) as spy:
+      certificates.verify(facts, subset, y, threshold, "infeasible", x, mu,
+                          certificates.Policy(support_factors=(2.0, 16.0)))
+    self.assertEqual(spy.call_count, 2)
+
+  def test_solve_widens_an_instance_only_after_its_collapse(self):
+    # topm.solve's mid-run checks: the first support while an instance has
+    # not collapsed, then the first and the widest ('collapsed'). Every
+    # instance's first infeasible check is made to report a collapse.
+    a = lp_test._matrix(1500, 48, 21)  # pylint: disable=protected-access
+    insts = lp_test._instances(a, (12, 16), 4, "logits", 7)  # pylint: disable=protected-access
+    calls, real = [], records.verify
+
+    def verify(facts, inst, claim, x, mu, policy, delta):
+      if claim != "infeasible":
+        return real(facts, inst, claim, x, mu, policy, delta)
+      key = inst.subset.tobytes()
+      first = all(k != key for k, _ in calls)
+      calls.append((key, policy))
+      if first:
+        return "undecided", float("nan"), {"ok": False, "collapsed": True}
+      return real(facts, inst, claim, x, mu, policy, delta)
+
+    with mock.patch.object(records, "verify", verify):
+      details = topm.solve(a, insts, batch=8, first_check=10)
+    self.assertTrue(all(d["verdict"] != "undecided" for d in details))
+    seen = set()
+    for key, policy in calls:
+      if key in seen:
+        self.assertEqual(policy.widen, "collapsed")
+        self.assertEqual(policy.support_factors, (2.0, 16.0))
+      else:
+        self.assertEqual(policy.support_factors, (2.0,))
+      seen.add(key)
+    self.assertLess(len(seen), len(calls))  # Some instance was re-checked.
+
+  def test_bad_widen(self):
+    with self.assertRaisesRegex(ValueError, "`widen` must be"):
+      certificates.Policy(widen="sometimes")
+
+
+if __name__ == "__main__":
+  absltest.main()
