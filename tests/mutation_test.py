@@ -12,9 +12,10 @@ import unittest
 from absl.testing import absltest
 import optax
 
-from bottleneck.lp import certificates, stream
+from bottleneck.lp import certificates, polish, stream
 from train.training import optim
 import tests.lp_test as lp_test
+import tests.lp_widen_test as lp_widen_test
 import tests.trainer_test as trainer_test
 
 
@@ -78,6 +79,14 @@ class MutationTest(absltest.TestCase):
       self.assertGreater(_failed(
           lp_test.AgreementTest,
           "test_host_checks_decide_band_instances_early"), 0)
+
+  def test_a_projection_that_never_collapses_is_caught(self):
+    real = polish.project
+    never = lambda *a, **k: real(*a, **k)._replace(collapsed=False)
+    with _swapped(polish, "project", never):
+      self.assertGreater(_failed(
+          lp_widen_test.WidenTest,
+          "test_a_collapse_is_reported_and_the_widest_support_certifies"), 0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})
