@@ -126,7 +126,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                               support_factors=policy.support_factors[:1])
   wide = dataclasses.replace(policy, widen="collapsed", support_factors=(
       policy.support_factors[:1] + policy.support_factors[-1:]))
-  collapsed = set()  # Instances whose last check's projection collapsed.
+  collapsed = set()  # Instances whose projection collapsed at a check.
 
   tried = set()  # Instances given their exact finish.
 

@@ -160,10 +160,18 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   support = np.argsort(-rank)[:k]
   z = facts.null_basis(subset) if facts is not None else np.linalg.qr(
       a[subset].astype(np.float64).T, mode="complete")[0][:, subset.size:]
+  x_par = None if y is None else (
+      facts.rowspace(subset, y)[0] if facts is not None else
+      np.linalg.lstsq(a[subset].astype(np.float64), np.asarray(y, np.float64),
+                      rcond=None)[0])
   b = np.ones((z.shape[1] + 1, support.size))
+  par = np.zeros(support.size)  # A_K x_par, for `value`.
   step = linalg.host_rows(d)  # Z^T A_K^T by row blocks of A_K (a wide K at
   for i in range(0, support.size, step):  # d = 640: no 48 MB float64 copy).
-    b[:-1, i:i + step] = z.T @ a[support[i:i + step]].astype(np.float64).T
+    rows = a[support[i:i + step]].astype(np.float64)
+    b[:-1, i:i + step] = z.T @ rows.T
+    if x_par is not None:
+      par[i:i + step] = rows @ x_par
   gram = b @ b.T
   target = np.zeros(b.shape[0])
   target[-1] = 1.0
@@ -181,11 +189,8 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
       collapsed = True  # The kept rows no longer span null(A_S).
       corr = np.linalg.lstsq(b[:, keep], r, rcond=None)[0]
     mu_k = mu0_k[keep] + corr
-    if round_ == 0 and y is not None:
-      x_par = (facts.rowspace(subset, y)[0] if facts is not None else
-               np.linalg.lstsq(a[subset].astype(np.float64),
-                               np.asarray(y, np.float64), rcond=None)[0])
-      value = float(mu_k @ matvec(a[support], x_par))
+    if round_ == 0 and x_par is not None:  # Every row still kept.
+      value = float(mu_k @ par)
     if np.all(mu_k >= 0) or keep.sum() <= b.shape[0]:
       collapsed |= not np.all(mu_k >= 0)
       break
