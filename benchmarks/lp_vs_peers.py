@@ -30,6 +30,13 @@ memory = its own ru_maxrss):
                 jax.vmap over the instances of one m; run twice (compile).
   pdlp          OR-Tools PDLP (relative optimality 1e-4), one by one.
 
+`--objective=solve` (with `--tolerance`, default 1e-6) runs ours in solve
+mode: each row then also gives the largest relative distance of our
+certified bracket [lower, upper] from HiGHS's t* on bounded instances and
+whether both say t* = -inf on unbounded ones. `--m=a,b` replaces the band m
+values (regime "given"); `--trials=k` gives every solver the same k
+instances.
+
 A verdict is t < 1 (feasible) or not; `disagree` counts instances where a
 solver's verdict differs from HiGHS's (ours: only decided ones; ours are
 certified in float64, the peers' are not).
@@ -79,14 +86,15 @@ def _rss_gb():
       resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def _bottleneck(a, subsets):
+def _bottleneck(a, subsets, objective="decide", tolerance=1e-6):
   from bottleneck import topm  # pylint: disable=g-import-not-at-top
   from bottleneck.lp import instances  # pylint: disable=g-import-not-at-top
   insts = [instances.Instance(s, np.ones(s.size), 1.0) for s in subsets]
   times, details = [], None
   for _ in range(2):
     start = time.perf_counter()
-    details = topm.solve(a, insts, batch=32)
+    details = topm.solve(a, insts, batch=32, objective=objective,
+                         tolerance=tolerance)
     times.append(time.perf_counter() - start)
   return {"verdicts": [x["verdict"] for x in details],
           "iterations": [x["iterations"] for x in details],
@@ -179,8 +187,11 @@ def child(solver, path):
   n, d = int(data["n"]), int(data["d"])
   a = _matrix(n, d, str(data["matrix"]))
   subsets = list(data["subsets"])
-  out = {"bottleneck": _bottleneck, "highs": _highs, "mpax": _mpax,
-         "pdlp": _pdlp}[solver](a, subsets)
+  if solver == "bottleneck":
+    out = _bottleneck(a, subsets, str(data["objective"]),
+                      float(data["tolerance"]))
+  else:
+    out = {"highs": _highs, "mpax": _mpax, "pdlp": _pdlp}[solver](a, subsets)
   out["peak_rss_gb"] = _rss_gb()
   print(json.dumps(out, default=float))
 
@@ -192,9 +203,11 @@ def _verdicts(run):
           "feasible" if t < 1.0 else "infeasible" for t in run["t"]]
 
 
-def _run(solver, python, n, d, subsets, tmp, matrix=""):
+def _run(solver, python, n, d, subsets, tmp, matrix="", objective="decide",
+         tolerance=1e-6):
   path = os.path.join(tmp, f"{solver}_{n}_{subsets[0].size}.npz")
-  np.savez(path, n=n, d=d, subsets=np.stack(subsets), matrix=matrix)
+  np.savez(path, n=n, d=d, subsets=np.stack(subsets), matrix=matrix,
+           objective=objective, tolerance=tolerance)
   env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
       os.path.abspath(__file__))))
   proc = subprocess.run([python, __file__, f"--child={solver}",
@@ -239,6 +252,19 @@ def table(results) -> str:
         f"{get('pdlp', 'disagree_with_highs', '{}')} | "
         + ", ".join(get(k, "peak_rss_gb") for k in ("bottleneck", "highs",
                                                      "mpax", "pdlp")) + " |")
+  solved = [row for row in results["rows"]
+            if row.get("bottleneck", {}).get("t_star_compared") is not None]
+  if results.get("objective") == "solve" and solved:
+    lines += ["", "| N x d | m | t* compared (bounded) | max relative error "
+              "of our bracket vs HiGHS | HiGHS rays / ours -inf too |",
+              "|---|---|---|---|---|"]
+    for row in solved:
+      ours = row["bottleneck"]
+      err = ours["t_star_max_rel_err"]
+      lines.append(f"| {row['N']} x {row['d']}{_name(row)} | {row['m']} | "
+                   f"{ours['t_star_compared']} | "
+                   f"{'-' if err is None else f'{err:.1e}'} | "
+                   f"{ours['highs_rays']} / {ours['rays_both']} |")
   return "\n".join(lines)
 
 
@@ -256,12 +282,15 @@ def main():
   sizes = [tuple(map(int, s.split("x"))) for s in args.get(
       "sizes", ",".join(f"{n}x{d}" for n, d in SIZES)).split(",")]
   spec, matrix_path, bands = args.get("matrix", "gaussian"), "", SIZES
+  objective = args.get("objective", "decide")
+  tolerance = float(args.get("tolerance", "1e-6"))
   if spec != "gaussian":  # A trained head, saved once for every solver.
     from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
     head = np.asarray(matrices.load(spec).array, np.float32)
     sizes, bands = [head.shape], {head.shape: TRAINED_BAND.get(
         spec, {head.shape[1] // 10: "band"})}
   results = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
+             "objective": objective,
              "machine": f"{platform.node()} {platform.machine()}, "
                         f"{os.cpu_count()} cores", "rows": []}
   with tempfile.TemporaryDirectory() as tmp:
@@ -271,8 +300,13 @@ def main():
       del head
     for n, d in sizes:
       rng = np.random.default_rng(1)
-      for m, regime in bands.get((n, d), {d // 6: "smoke"}).items():
+      given = {int(m): "given" for m in args["m"].split(",")} if (
+          "m" in args) else None
+      for m, regime in (given or bands.get((n, d), {d // 6: "smoke"})
+                        ).items():
         trials = HUGE if n > 200000 else BIG if n > 20000 else TRIALS
+        if "trials" in args:  # The same count for every solver.
+          trials = {k: int(args["trials"]) for k in TRIALS}
         subsets = [np.sort(rng.choice(n, m, replace=False))
                    for _ in range(max(trials.values()))]
         row = {"N": n, "d": d, "m": m, "regime": regime, "matrix": spec,
@@ -281,7 +315,8 @@ def main():
           k = trials[solver]
           python = sys.executable if solver in ("bottleneck", "highs") else (
               peers_python)
-          run = _run(solver, python, n, d, subsets[:k], tmp, matrix_path)
+          run = _run(solver, python, n, d, subsets[:k], tmp, matrix_path,
+                     objective, tolerance)
           run["instances"] = k
           row["solvers"][solver] = run
           print(f"{n}x{d} m={m} ({regime}) {solver}: {k} in "
@@ -314,12 +349,34 @@ def _compare(row):
                if v != "undecided" and t != "undecided"]
       summary["disagree_with_highs"] = sum(v != t for v, t in pairs)
       summary["compared"] = len(pairs)
+    if truth is not None and name == "bottleneck":
+      summary.update(_t_star_error(run["t_bounds"], runs["highs"]["t"]))
     if ours is not None and name != "bottleneck":
       summary["bottleneck_speedup"] = summary["s_per_instance"] / (
           ours["seconds"][0] / ours["instances"])
       summary["bottleneck_speedup_warm"] = summary[
           "s_per_instance_warm"] / (ours["seconds"][-1] / ours["instances"])
     row[name] = summary
+
+
+
+def _t_star_error(bounds, highs_t) -> dict:
+  """How far our certified [lower, upper] lies from HiGHS's t*: the largest
+  max(|lower - t*|, |upper - t*|) / max(1, |t*|) over the instances where
+  HiGHS is bounded and both our sides are proved, and on HiGHS's unbounded
+  ones (t* = -inf) how many we also give -inf for."""
+  rel, rays, both_inf = [], 0, 0
+  for (lower, upper), t in zip(bounds, highs_t):
+    lower, upper, t = (np.nan if v is None else float(v)
+                       for v in (lower, upper, t))
+    if t == -np.inf:
+      rays += 1
+      both_inf += upper == -np.inf
+    elif np.isfinite(t) and np.isfinite(lower) and np.isfinite(upper):
+      rel.append(max(abs(lower - t), abs(upper - t)) / max(1.0, abs(t)))
+  return {"t_star_max_rel_err": max(rel) if rel else None,
+          "t_star_compared": len(rel), "highs_rays": rays,
+          "rays_both": both_inf}
 
 
 if __name__ == "__main__":

@@ -128,12 +128,15 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       policy.support_factors[:1] + policy.support_factors[-1:]))
   collapsed = set()  # Instances whose projection collapsed at a check.
 
-  tried = set()  # Instances given their exact finish.
+  tried, tried_early = set(), set()  # Instances given their exact finish.
 
-  def exact_finish(index, x, u, age):  # lp.finish, certified; once each.
-    if finish_after is None or age < finish_after or index in tried:
+  def exact_finish(index, x, u, age, now=False):  # lp.finish, certified;
+    # once each when due, and once before that when asked to (`now`).
+    early = age < finish_after if finish_after is not None else False
+    done = tried_early if early else tried
+    if finish_after is None or index in done or (early and not now):
       return None
-    tried.add(index)
+    done.add(index)
     inst = queue[index]
     threshold = inst.threshold if objective == "decide" else None
     x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
@@ -145,20 +148,34 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         facts, inst.subset, inst.y, None if side == "infeasible" else x_w,
         None, duals=() if side == "feasible" else duals, threshold=threshold)
 
+  held = {}  # Solve mode: the tightest bracket each instance has had.
+
   def solved(index, x_rot, u, t, age):  # Solve mode: a closed bracket.
     del t
     start = time.perf_counter()
     inst, x = queue[index], admm.to_original(basis, x_rot)
-    lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, u)
-    if not bracket.closed(lo, up, tolerance):
-      exact = exact_finish(index, x, u, age)
-      if exact is None or not bracket.closed(
-          max(lo, exact[0]), min(up, exact[1]), tolerance):
-        return None
-      lo, up, ev = max(lo, exact[0]), min(up, exact[1]), (
-          exact[2] if exact[1] <= up else dict(exact[2], x=ev["x"]))
-    return records.bracketed(facts, inst, lo, up, ev, age, start, delta,
-                             policy, tolerance)
+    now = bracket.Held(*bracket.bracket(facts, inst.subset, inst.y, x, u))
+    due = finish_after is not None and age >= finish_after and (
+        index not in tried)
+    exact = None
+    if not bracket.closed(now.lower, now.upper, tolerance):
+      # Below the threshold with no lower bound, on a head with rays: ADMM
+      # proves t* = -inf only once its iterate has run far along the ray
+      # (Gemma 3 at m = 40: age 1600), the finish finds it at once.
+      ray_likely = (now.upper < inst.threshold and now.lower == -np.inf
+                    and facts.one_sided)
+      exact = exact_finish(index, x, u, age, now=ray_likely)
+      if exact is not None:
+        now = bracket.tighter(now, bracket.Held(*exact, "ipm"))
+    held[index] = now = bracket.tighter(held.get(index), now)
+    # After the due finish, ADMM cannot close what the interior point's
+    # certificates leave open (a degenerate optimum: Gemma 3's band):
+    # released with that bracket, unclosed, not iterated to the cap.
+    if not (bracket.closed(now.lower, now.upper, tolerance) or (
+        due and exact is not None)):
+      return None
+    return records.bracketed(facts, inst, *now[:3], age, start, delta,
+                             policy, tolerance, now.source)
 
   def decide(index, x_rot, u, t, age):  # Host checks of a running instance.
     start = time.perf_counter()
@@ -224,12 +241,13 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       if out.decided:
         details[order[out.index]] = dict(out.decided,
                                          iterations=out.iterations)
-      elif objective == "solve":  # Capped: the bracket it holds, unclosed.
+      elif objective == "solve":  # Capped: the best bracket it had.
         start = time.perf_counter()
-        lo, up, ev = bracket.bracket(facts, inst.subset, inst.y, x, out.mu)
+        now = bracket.tighter(held.get(out.index), bracket.Held(
+            *bracket.bracket(facts, inst.subset, inst.y, x, out.mu)))
         details[order[out.index]] = records.bracketed(
-            facts, inst, lo, up, ev, out.iterations, start, delta, policy,
-            tolerance)
+            facts, inst, *now[:3], out.iterations, start, delta, policy,
+            tolerance, now.source)
       else:
         details[order[out.index]] = records.decide(
             facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
@@ -252,6 +270,14 @@ def _host_blas(mesh):
   return threadpoolctl.threadpool_limits(1, user_api="blas")
 
 
+def _quantile(values, p: float) -> float:
+  """np.quantile where -inf (a ray) may be among the values: interpolating
+  next to -inf gives -inf, not inf - inf = nan."""
+  with np.errstate(invalid="ignore"):
+    q = float(np.quantile(values, p))
+  return -np.inf if np.isnan(q) else q
+
+
 def summarize(m_values, details_per_m, problem: str | None = None
               ) -> list[dict]:
   """One record per m: counts of each verdict and the feasible fraction.
@@ -269,7 +295,7 @@ def summarize(m_values, details_per_m, problem: str | None = None
     if solve:  # Solve mode: the distribution of t* (closed brackets).
       t_star = np.array([x["upper_bound"] for x in solve
                          if x["bracket_closed"]])
-      q = (lambda p: float(np.quantile(t_star, p))) if t_star.size else (
+      q = (lambda p: _quantile(t_star, p)) if t_star.size else (
           lambda p: float("nan"))
       counts.update(t_star_q10=q(0.1), t_star_median=q(0.5),
                     t_star_q90=q(0.9),

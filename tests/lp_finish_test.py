@@ -5,7 +5,8 @@ from absl.testing import absltest
 import numpy as np
 
 from bottleneck import topm
-from bottleneck.lp import admm, bracket, certificates, finish
+from bottleneck.lp import admm, bracket, certificates, exact, finish
+from bottleneck.lp import instances
 from bottleneck.lp import facts as lp_facts
 from tests import lp_test
 from tests.lp_modes_test import _highs_t
@@ -174,6 +175,38 @@ class FinishTest(absltest.TestCase):
           facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
       self.assertFalse(cert["ok"] and cert["t_lower"] > t_star - 1e-3)
 
+  def test_a_tight_dual_that_fails_is_blended_with_a_central_one(self):
+    # Gemma 3's degenerate optima in miniature: the tightest dual is moved
+    # along the dual constraints (sum mu = 1, A_S^T lam = A_W^T mu stay
+    # exact) until one multiplier is -1e-7, outside the enclosure radius,
+    # so it fails; mixed with the central dual it proves nearly its value.
+    import scipy.linalg  # pylint: disable=g-import-not-at-top
+    a = np.random.default_rng(10).standard_normal((1200, 20))
+    facts = lp_facts.MatrixFacts(a)
+    insts, truth = _band_instances(a, 5, 2, 11)
+    for it, t_star in zip(insts, truth):
+      _, duals, _, _ = finish.solve(facts, it.subset, it.y,
+                                    facts.rowspace(it.subset, it.y)[0])
+      tight, central = duals[0], duals[-1]
+      rows = np.flatnonzero(tight)
+      m_mat = np.vstack([np.hstack([a[it.subset].T, -a[rows].T]),
+                         np.r_[np.zeros(it.subset.size), np.ones(rows.size)]])
+      step = scipy.linalg.null_space(m_mat)[it.subset.size:, 0]
+      i = np.argmax(np.abs(step) / (tight[rows] + 1e-3))
+      moved = tight.copy()
+      moved[rows] += -(tight[rows[i]] + 1e-7) / step[i] * step
+      exact_check = lambda mu: certificates.check_infeasible_global(
+          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
+      self.assertFalse(exact_check(np.clip(moved, 0.0, None))["ok"])
+      alone, _, _ = bracket.bracket(facts, it.subset, it.y, None,
+                                    duals=(central,))
+      lower, _, cert = bracket.bracket(facts, it.subset, it.y, None,
+                                       duals=(np.clip(moved, 0.0, None),
+                                              central))
+      self.assertTrue(cert["ok"])
+      self.assertLessEqual(lower, t_star + 1e-9)  # Sound,
+      self.assertLess(t_star - lower, 0.5 * (t_star - alone))  # and closer.
+
   def test_factor_cache_is_bounded_in_bytes_and_exact(self):
     a = np.random.default_rng(5).standard_normal((300, 40))
     budget = 5 * 40 * 40 * 8  # About five null bases.
@@ -219,10 +252,48 @@ class SolveWithFinishTest(absltest.TestCase):
     details = topm.solve(a, insts, settings=admm.Settings(max_iters=150),
                          batch=4, objective="solve", tolerance=1e-5,
                          finish_after=100)
+    self.assertIn("ipm", {det["source"] for det in details})
     for det, t_star in zip(details, truth):
       self.assertTrue(det["bracket_closed"])
       self.assertLessEqual(det["lower_bound"], t_star + 1e-9)
       self.assertGreaterEqual(det["upper_bound"], t_star - 1e-9)
+
+  def test_solve_mode_releases_what_the_finish_leaves_open(self):
+    # A tolerance no certificate reaches (as at Gemma 3's degenerate band
+    # optima, where the finish's t* is exact but its duals certify only to
+    # ~2e-6): released after the due finish with its bracket, unclosed,
+    # instead of iterating to the cap.
+    a = np.random.default_rng(8).standard_normal((2000, 32))
+    insts, truth = _band_instances(a, 10, 2, 9)
+    details = topm.solve(a, insts, settings=admm.Settings(max_iters=1000),
+                         batch=2, objective="solve", tolerance=1e-15,
+                         finish_after=100)
+    for det, t_star in zip(details, truth):
+      self.assertFalse(det["bracket_closed"])
+      self.assertEqual(det["source"], "ipm")
+      self.assertLess(det["iterations"], 1000)
+      self.assertLessEqual(det["lower_bound"], t_star + 1e-9)
+      self.assertGreaterEqual(det["upper_bound"], t_star - 1e-9)
+      self.assertLess(det["upper_bound"] - det["lower_bound"], 1e-6)
+
+  def test_solve_mode_finds_a_ray_early_on_a_one_sided_head(self):
+    # Rows around one direction (as a trained head's: facts.one_sided) and
+    # a subset with t* = -inf: ADMM alone has no ray by age 400; below the
+    # threshold with no lower bound, the finish runs before it is due.
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(64)
+    a = u / np.linalg.norm(u) + 0.5 * rng.standard_normal((2000, 64)) / 8
+    subset = np.sort(rng.choice(2000, 8, replace=False))
+    self.assertEqual(exact.solve(a, subset, np.ones(8))["t"], -np.inf)
+    inst = [instances.Instance(subset, np.ones(8), 1.0)]
+    few = dict(objective="solve", batch=1, first_check=50,
+               settings=admm.Settings(max_iters=400))
+    alone = topm.solve(a, inst, finish_after=None, **few)[0]
+    self.assertFalse(alone["bracket_closed"])
+    det = topm.solve(a, inst, **few)[0]  # finish_after stays 1600.
+    self.assertEqual((det["upper_bound"], det["certificate"], det["source"]),
+                     (-np.inf, "ray", "ipm"))
+    self.assertLessEqual(det["iterations"], 100)
 
   def test_bad_finish_after(self):
     a = np.random.default_rng(0).standard_normal((200, 16))

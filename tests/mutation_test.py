@@ -12,8 +12,9 @@ import unittest
 from absl.testing import absltest
 import optax
 
-from bottleneck.lp import certificates, polish, stream
+from bottleneck.lp import bracket, certificates, polish, stream
 from train.training import optim
+import tests.lp_finish_test as lp_finish_test
 import tests.lp_test as lp_test
 import tests.lp_widen_test as lp_widen_test
 import tests.trainer_test as trainer_test
@@ -87,6 +88,13 @@ class MutationTest(absltest.TestCase):
       self.assertGreater(_failed(
           lp_widen_test.WidenTest,
           "test_a_collapse_is_reported_and_the_widest_support_certifies"), 0)
+
+  def test_a_dual_blend_that_does_nothing_is_caught(self):
+    keep = lambda facts, subset, y, *rest: (rest[-2], rest[-1])
+    with _swapped(bracket, "_blend", keep):
+      self.assertGreater(_failed(
+          lp_finish_test.FinishTest,
+          "test_a_tight_dual_that_fails_is_blended_with_a_central_one"), 0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})

@@ -204,7 +204,8 @@ def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
 
 
 def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
-               start, delta, policy, tolerance) -> dict:
+               start, delta, policy, tolerance, source: str = "admm"
+               ) -> dict:
   """Solve mode's record: t* in [lower, upper] (certified); the verdict
   follows from the bracket (FEASIBLE re-checked at its embedding, with the
   probabilities for prescribed targets)."""
@@ -216,7 +217,7 @@ def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
                       delta)[0]
   elif upper == -np.inf:
     verdict = "feasible"
-  out = detail(inst, verdict, float("nan"), evidence, "admm", iterations,
+  out = detail(inst, verdict, float("nan"), evidence, source, iterations,
                 start)
   out.update(lower_bound=float(lower), upper_bound=float(upper),
              bracket_closed=bracket.closed(lower, upper, tolerance),

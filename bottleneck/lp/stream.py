@@ -34,13 +34,13 @@ from bottleneck.lp import admm, instances as instances_lib
 
 
 class Compiled(NamedTuple):
-  """Jitted init / advance / refill / resume of a fixed-size batch of LP
-  slots."""
-  init: Callable
+  """Jitted advance / refill / resume of a fixed-size batch of LP slots
+  (the first state is a refill of a blank one: no compile of its own)."""
   advance: Callable
   refill: Callable
   resume: Callable
   state_sharding: admm.State  # NamedShardings of the slots' state.
+  state_shape: admm.State  # Its ShapeDtypeStructs.
 
 
 @functools.lru_cache(maxsize=8)
@@ -78,14 +78,13 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   problem_sh = jax.tree.map(by_rank, problem_shape)
   b1 = sharding.batch_sharded(mesh, 1)
   return Compiled(
-      jax.jit(init, in_shardings=(rep, problem_sh, b1),
-              out_shardings=state_sh),
       jax.jit(advance, in_shardings=(rep, state_sh, None, None),
               out_shardings=state_sh, donate_argnums=1),
       jax.jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
               out_shardings=state_sh, donate_argnums=1),
       jax.jit(admm.resume, in_shardings=(state_sh, b1, None),
-              out_shardings=state_sh, donate_argnums=0), state_sh)
+              out_shardings=state_sh, donate_argnums=0), state_sh,
+      state_shape)
 
 
 class Finished(NamedTuple):
@@ -146,7 +145,11 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     return fns.advance(shared, state, jnp.int32(max_steps),
                        jnp.int32(max(stop_below, 0)))
 
-  state = advance(fns.init(shared, problem(), np.array(slots) >= 0), 0)
+  blank = jax.device_put(jax.tree.map(
+      lambda leaf: np.zeros(leaf.shape, leaf.dtype), fns.state_shape),
+                         fns.state_sharding)  # Every slot refilled:
+  state = advance(fns.refill(shared, blank, problem(), np.ones(batch, bool),
+                             np.array(slots) >= 0), 0)  # = admm.init.
   while any(j >= 0 for j in slots):
     status, started, decided, now = jax.device_get(
         (state.status, state.started_at, state.decided_at, state.iteration))
