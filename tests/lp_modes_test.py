@@ -76,6 +76,15 @@ class SolveModeTest(absltest.TestCase):
                          else "infeasible")
     self.assertGreaterEqual(closed, 0.9 * len(insts))
 
+  def test_t_star_quantiles_next_to_rays(self):
+    solve = lambda t: {"verdict": "feasible", "bracket_closed": True,
+                       "upper_bound": t}
+    rec = topm.summarize([8], [[solve(-np.inf)] * 2 + [solve(1.0),
+                                                       solve(2.0)]])[0]
+    self.assertEqual(rec["t_star_median"], -np.inf)  # Between -inf and 1.
+    self.assertAlmostEqual(rec["t_star_q90"], 1.7)
+    self.assertEqual(rec["t_star_q10"], -np.inf)
+
 
 class InvarianceTest(absltest.TestCase):
 
