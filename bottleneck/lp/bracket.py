@@ -12,7 +12,9 @@ exact existence is enclosed (certificates.check_infeasible_global with no
 threshold); a ray (certificates.check_unbounded) makes both -inf. When the
 working set and the iterate name the optimal basis, polish.basis gives the
 primal vertex and its dual point from one LU and the bracket closes to
-rounding (1e-12).
+rounding (1e-12). At a degenerate optimum lp.finish's tightest dual can
+fail the enclosure; it is then mixed with its central one (`_blend`).
+Each instance keeps the tightest bracket of its checks (`tighter`).
 """
 
 from __future__ import annotations
