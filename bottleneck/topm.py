@@ -130,11 +130,17 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 
   tried, tried_early = set(), set()  # Instances given their exact finish.
 
+  def finish_due(index, age):  # The exact finish is due (once each).
+    return (finish_after is not None and age >= finish_after and
+            index not in tried)
+
   def exact_finish(index, x, u, age, now=False):  # lp.finish, certified;
     # once each when due, and once before that when asked to (`now`).
-    early = age < finish_after if finish_after is not None else False
-    done = tried_early if early else tried
-    if finish_after is None or index in done or (early and not now):
+    if finish_after is None:
+      return None
+    before_due = age < finish_after
+    done = tried_early if before_due else tried
+    if index in done or (before_due and not now):
       return None
     done.add(index)
     inst = queue[index]
@@ -155,8 +161,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     start = time.perf_counter()
     inst, x = queue[index], admm.to_original(basis, x_rot)
     now = bracket.Held(*bracket.bracket(facts, inst.subset, inst.y, x, u))
-    due = finish_after is not None and age >= finish_after and (
-        index not in tried)
+    due = finish_due(index, age)
     exact = None
     if not bracket.closed(now.lower, now.upper, tolerance):
       # Below the threshold with no lower bound, on a head with rays: ADMM
@@ -181,8 +186,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     start = time.perf_counter()
     inst = queue[index]
     band = 1e-3 * abs(inst.threshold)
-    due = (finish_after is not None and age >= finish_after and
-           index not in tried)  # The exact finish is due.
+    due = finish_due(index, age)
     if t < inst.threshold - band and not due:
       return None  # Heading below: the in-loop full pass will certify it.
     x = admm.to_original(basis, x_rot)

@@ -19,6 +19,16 @@ def _band_instances(a, m, trials, seed):
   return insts, [_highs_t(a, it.subset, it.y) for it in insts]
 
 
+def _finish_duals(a, m, trials, seed):
+  """(instance, HiGHS t*, lp.finish's duals from the row-space point) for
+  subsets of A at m, and A's facts."""
+  facts = lp_facts.MatrixFacts(a)
+  insts, truth = _band_instances(a, m, trials, seed)
+  return facts, [(it, t_star, finish.solve(
+      facts, it.subset, it.y, facts.rowspace(it.subset, it.y)[0])[1])
+                 for it, t_star in zip(insts, truth)]
+
+
 def _unbounded_instance(seed, n=1500, d=24, m=6):
   """(A, S, y) whose rows outside S lie below a direction v orthogonal to
   A_S: v is a ray, t* = -inf."""
@@ -155,13 +165,10 @@ class FinishTest(absltest.TestCase):
 
   def test_duals_are_dual_points_checked_in_float64(self):
     a = np.random.default_rng(4).standard_normal((800, 20))
-    facts = lp_facts.MatrixFacts(a)
-    insts, truth = _band_instances(a, 6, 2, 5)
-    for it, t_star in zip(insts, truth):
-      _, duals, _, _ = finish.solve(facts, it.subset, it.y,
-                                    facts.rowspace(it.subset, it.y)[0])
+    facts, cases = _finish_duals(a, 6, 2, 5)
+    for it, t_star, duals in cases:
       certs = [certificates.check_infeasible_global(
-          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
+          facts, it.subset, it.y, mu, -np.inf, **bracket.EXACT)
                for mu in duals]
       good = [c["t_lower"] for c in certs if c["ok"]]
       self.assertNotEmpty(good)
@@ -172,7 +179,7 @@ class FinishTest(absltest.TestCase):
       far = np.argmin(a @ facts.rowspace(it.subset, it.y)[0])
       mu[far] += 0.5 * mu.max()
       cert = certificates.check_infeasible_global(
-          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
+          facts, it.subset, it.y, mu, -np.inf, **bracket.EXACT)
       self.assertFalse(cert["ok"] and cert["t_lower"] > t_star - 1e-3)
 
   def test_a_tight_dual_that_fails_is_blended_with_a_central_one(self):
@@ -182,11 +189,8 @@ class FinishTest(absltest.TestCase):
     # so it fails; mixed with the central dual it proves nearly its value.
     import scipy.linalg  # pylint: disable=g-import-not-at-top
     a = np.random.default_rng(10).standard_normal((1200, 20))
-    facts = lp_facts.MatrixFacts(a)
-    insts, truth = _band_instances(a, 5, 2, 11)
-    for it, t_star in zip(insts, truth):
-      _, duals, _, _ = finish.solve(facts, it.subset, it.y,
-                                    facts.rowspace(it.subset, it.y)[0])
+    facts, cases = _finish_duals(a, 5, 2, 11)
+    for it, t_star, duals in cases:
       tight, central = duals[0], duals[-1]
       rows = np.flatnonzero(tight)
       m_mat = np.vstack([np.hstack([a[it.subset].T, -a[rows].T]),
@@ -195,9 +199,9 @@ class FinishTest(absltest.TestCase):
       i = np.argmax(np.abs(step) / (tight[rows] + 1e-3))
       moved = tight.copy()
       moved[rows] += -(tight[rows[i]] + 1e-7) / step[i] * step
-      exact_check = lambda mu: certificates.check_infeasible_global(
-          facts, it.subset, it.y, mu, -np.inf, drop=0.0, retries=1)
-      self.assertFalse(exact_check(np.clip(moved, 0.0, None))["ok"])
+      self.assertFalse(certificates.check_infeasible_global(
+          facts, it.subset, it.y, np.clip(moved, 0.0, None), -np.inf,
+          **bracket.EXACT)["ok"])
       alone, _, _ = bracket.bracket(facts, it.subset, it.y, None,
                                     duals=(central,))
       lower, _, cert = bracket.bracket(facts, it.subset, it.y, None,

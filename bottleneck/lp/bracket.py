@@ -25,6 +25,8 @@ import numpy as np
 
 from bottleneck.lp import certificates, polish
 
+EXACT = {"drop": 0.0, "retries": 1}  # lp.finish's duals: as they are.
+
 
 def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
             duals=(), threshold: float | None = None):
@@ -77,9 +79,6 @@ def bracket(facts, subset, y, x, mu=None, support_factor: float = 2.0,
     lower, evidence = _blend(facts, subset, y, *tight[0], *central,
                              lower, evidence)
   return lower, upper, dict(evidence, kind="bracket", x=best_x)
-
-
-EXACT = {"drop": 0.0, "retries": 1}  # lp.finish's duals: as they are.
 
 
 def _blend(facts, subset, y, tight, tight_low, central, central_low, lower,

@@ -283,8 +283,9 @@ class Policy:
   # widen_margin (relative) above the threshold; a collapse below that is
   # an instance whose multipliers are not there yet, or a feasible one).
   # An undecided verdict's evidence says whether the last try collapsed
-  # so (`collapsed`): topm.solve's mid-run checks widen an instance's
-  # support only after its second such collapse (benchmarks/RESULTS.md).
+  # so (`collapsed`): topm.solve's mid-run checks try the widest support
+  # for an instance at the check after its first such collapse
+  # (benchmarks/RESULTS.md).
   widen: str = "always"
   widen_margin: float = 0.01
   # Prescribed probabilities: worst relative error of the ratios on S.
