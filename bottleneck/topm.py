@@ -41,7 +41,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           devices=None, progress: bool | str = False,
           m_pad: int | None = None,
           policy: certificates.Policy = certificates.Policy(),
-          first_check: int | None = 100, objective: str = "decide",
+          first_check: int | str | None = "auto", objective: str = "decide",
           tolerance: float = 1e-6, working_set: int | None = None,
           finish_after: int | None = 1600) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
@@ -53,7 +53,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   logits name, `polish.vertex`, as a FEASIBLE certificate; its dual iterate
   as a global INFEASIBLE one, `polish.dual`; a ray) and stops as soon as
   one holds
-  (`first_check=None`: only the solver's own in-loop nominations).
+  (`first_check=None`: only the solver's own in-loop nominations; 'auto':
+  `first_check_age`).
   Instances enter the slots in a fixed pseudo-random order: a sweep listed
   by m would otherwise run its easy small-m instances first (an ETA that
   is far too short) and bunch the transition band's slow ones together.
@@ -73,7 +74,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   if not instances:
     return []
   checks.positive_int("batch", batch)
-  if first_check is not None:
+  if first_check is not None and first_check != "auto":
     checks.positive_int("first_check", first_check)
   if finish_after is not None:
     checks.positive_int("finish_after", finish_after)
@@ -108,8 +109,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                      f"{a.shape[0] - m_pad}]; got {working_set}.")
   settings = dataclasses.replace(settings, objective=objective,
                                  working_set=working_set or 0)
-  if objective == "solve" and first_check is None:
-    first_check = 100  # Solve mode is decided by the host checks.
+  if first_check == "auto" or (objective == "solve" and first_check is None):
+    first_check = first_check_age(settings, *a.shape, m_pad)  # Solve mode
+    # is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   shared, basis = admm.prepare(a)
@@ -261,6 +263,18 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       if meter:
         meter.update(done, cost.eta())
   return details
+
+
+def first_check_age(settings: admm.Settings, n: int, d: int,
+                    m_pad: int) -> int:
+  """The age of an instance's first host check: 100, or 200 where a check
+  (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
+  working set). A failed check costs its time and an early success saves
+  iterations: on the 2-core CPU of benchmarks/RESULTS.md, 200 made the
+  paper-size Figure 1 (50257 x 768, K = 1024) 19 % faster, 100 kept
+  8192 x 256 (K = N - m, every row) 28 % faster."""
+  k = admm.working_set_size(settings, n, d, m_pad)
+  return 200 if d * d > 64 * k else 100
 
 
 def _host_blas(mesh):

@@ -86,7 +86,7 @@ class LibraryTest(parameterized.TestCase):
       topm.sweep(a, [3], 2, batch=0)
     for field, value in (("max_iters", 0), ("check_every", 0),
                          ("rho", 0.0), ("alpha", 2.0), ("sigma", -1.0),
-                         ("rho_eq_ratio", 1.0)):
+                         ("rho_eq_ratio", 1.0), ("group", -1)):
       with self.assertRaisesRegex(ValueError, f"`{field}`"):
         admm.Settings(**{field: value})
 
@@ -243,6 +243,9 @@ class BinaryTest(parameterized.TestCase):
       ("finish_after_negative", "bottleneck.topm",
        ["--N=100", "--d=16", "--m=4", "--finish_after=-5"],
        "`finish_after`"),
+      ("first_check_typo", "bottleneck.topm",
+       ["--N=100", "--d=16", "--m=4", "--first_check=soon"],
+       "`first_check` must be 'auto' or an integer"),
       ("chunk_0", "bottleneck.simulate",
        ["--N=100", "--d=16", "--m=4", "--chunk=0"], "`chunk`"),
       ("config_typo", "train.main",

@@ -275,6 +275,26 @@ class CertificateTest(absltest.TestCase):
     self.assertFalse(certificates.check_feasible(
         self.a, self.easy.subset, self.easy.y, tampered, 1.0)["ok"])
 
+  def test_feasible_check_of_a_float32_head_finds_the_float64_maximum(self):
+    # A float32 head is ranked by a float32 pass and only the rows within
+    # its rounding bound of the top are redone in float64. Near a vertex
+    # the d + 1 - m active rows tie to ~1e-9, far below float32's ~1e-6:
+    # the float64 maximum over every row must still be the one found.
+    a32 = self.a.astype(np.float32)
+    a64 = a32.astype(np.float64)
+    it = self.hard
+    sol = lp_exact.solve(a64, it.subset, it.y)
+    x = sol["x"] + 1e-9 * np.random.default_rng(3).standard_normal(40)
+    cert = certificates.check_feasible(a32, it.subset, it.y, x, 2.0)
+    rest = np.setdiff1d(np.arange(1000), it.subset)
+    reference = a64[rest] @ cert["x"]
+    self.assertAlmostEqual(cert["margin"], 2.0 - reference.max(), places=14)
+    self.assertGreaterEqual(cert["t_upper"], reference.max())
+    facts = certificates.MatrixFacts(a32)
+    rows = certificates._rest_candidates(facts, it.subset, cert["x"])
+    self.assertGreaterEqual(rows.size, 40 + 1 - it.subset.size)  # Ties.
+    self.assertLess(rows.size, 100)  # Not every row.
+
   def test_infeasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)
     self.assertGreater(sol["t"], 1.0)

@@ -37,9 +37,11 @@ def define_flags():
   flags.DEFINE_float("delta", 0.1, "Mass allowed off S (paper: 0.1).")
   flags.DEFINE_integer("max_iters", 5000, "ADMM iteration cap.")
   flags.DEFINE_integer("batch", 32, "LP instances per jitted call.")
-  flags.DEFINE_integer("first_check", 100, "Float64 host checks of running "
-                       "instances at this age, then at twice it, ... (0: "
-                       "only the solver's own in-loop verdicts).")
+  flags.DEFINE_string("first_check", "auto", "Float64 host checks of "
+                      "running instances at this age, then at twice it, ... "
+                      "(0: only the solver's own in-loop verdicts; auto: "
+                      "100, or 200 where a check costs more than 64 "
+                      "iterations, topm.first_check_age).")
   flags.DEFINE_bool("exact_fallback", False, "Settle undecided instances "
                     "with HiGHS (certified the same way).")
   flags.DEFINE_enum("objective", "decide", ["decide", "solve"],
@@ -71,6 +73,12 @@ def main(argv):
     raise ValueError("`targets` is only read by --problem=natural; got "
                      f"--problem={','.join(f.problem)}.")
   m_values = cli.parse_int_list("m", f.m)
+  first_check = f.first_check
+  if first_check != "auto":
+    if not first_check.isdigit():
+      raise ValueError("`first_check` must be 'auto' or an integer >= 0 "
+                       f"(0: never); got {first_check!r}.")
+    first_check = int(first_check) or None
   subsets = targets = None
   trials = f.trials
   if f.subsets:
@@ -112,7 +120,7 @@ def main(argv):
         array, m_values, trials, f.problem, f.seed, f.eps, f.delta, targets,
         subsets, settings=admm.Settings(max_iters=f.max_iters),
         batch=f.batch, exact_fallback=f.exact_fallback,
-        first_check=f.first_check or None, progress=label,
+        first_check=first_check, progress=label,
         objective=f.objective, tolerance=f.tolerance,
         working_set=f.working_set, finish_after=f.finish_after or None)
     del array

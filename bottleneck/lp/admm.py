@@ -42,7 +42,7 @@ INFEASIBLE dual point supported on W is a dual point of the full LP.
 
 One instance's iteration is `bottleneck.lp.admm_step` (vmapped here).
 API: `prepare` (once per matrix, host float64: the device-side `Shared`
-and the host-side `Basis`), `init`, `update` (one iteration), `run_until` /
+and the host-side `Basis`), `init`, `update` (iterations up to the next check), `run_until` /
 `run` (jitted bounded `lax.while_loop`, checks every `check_every`
 iterations, adapts each instance's rho every `adapt_every`, refreshes the
 working sets every `scan_every`), `refill`
@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -92,10 +93,23 @@ class Settings:
   # in-loop checks only record candidates, instances run until the host
   # certifies a bracket on t* (bottleneck.lp.bracket) or max_iters.
   objective: str = "decide"
+  # Instances iterated together between two checks (`update`): 0 = the
+  # whole batch at once (vmap: what accelerators want); g > 0 = groups of g
+  # in turn (lax.map), each running its iterations up to the next check
+  # while its working-set rows stay in cache; None = 2 on CPU, else 0. On
+  # the 2-core CPU of benchmarks/RESULTS.md, 50257 x 768, B = 32: the
+  # batch's [B, K, d] rows (100 MB) stream from memory twice an iteration,
+  # 9.4-11.7 ms; in groups of 2 (6 MB, in L3) 2.5 ms (groups of 1: 12 ms,
+  # 4: 3.3 ms, 8: 7.5 ms).
+  group: int | None = None
 
   def __post_init__(self):  # Bad settings would hang or NaN inside the loop.
     for name in ("max_iters", "check_every", "adapt_every", "scan_every"):
       checks.positive_int(name, getattr(self, name))
+    if self.group is not None and (
+        not isinstance(self.group, int) or self.group < 0):
+      raise ValueError(f"`group` must be None or an integer >= 0 (0 = the "
+                       f"whole batch); got {self.group!r}.")
     checks.one_of("objective", self.objective, OBJECTIVES)
     if not isinstance(self.working_set, int) or self.working_set < 0:
       raise ValueError(f"`working_set` must be an integer >= 0 (0 = auto); "
@@ -238,15 +252,55 @@ def _select(mask, new, old):
                              a, b), new, old)
 
 
-def update(shared: Shared, state: State, s: Settings) -> State:
-  """One iteration for every running instance (decided ones stay frozen)."""
+def group_size(s: Settings) -> int:
+  """`s.group` resolved: None is 2 on a CPU backend, else 0 (all at once)."""
+  if s.group is not None:
+    return s.group
+  return 2 if jax.default_backend() == "cpu" else 0
+
+
+def block_size(s: Settings) -> int:
+  """Iterations between two points where a check, scan or adaptation may
+  fall: `update` runs at most this many in a row."""
+  return math.gcd(s.check_every, s.scan_every, s.adapt_every)
+
+
+def _iterate(shared: Shared, state: State, s: Settings, steps):
+  """`steps` iterations of every instance (x, t, u_s, work), by
+  `group_size` groups of instances or all at once."""
   step = functools.partial(admm_step.step, shared, s=s)
-  x, t, u_s, work = jax.vmap(step)(state.inst, state.factors, state.rows,
-                                   state.x, state.t, state.u_s, state.work)
+
+  def iterate(inst, f, rows, x, t, u_s, work):
+    return jax.lax.fori_loop(0, steps, lambda _, c: step(inst, f, rows, *c),
+                             (x, t, u_s, work))
+
+  args = (state.inst, state.factors, state.rows, state.x, state.t,
+          state.u_s, state.work)
+  batch, group = state.x.shape[0], group_size(s)
+  if not (0 < group < batch and batch % group == 0):
+    return jax.vmap(iterate)(*args)
+
+  def one_group(live_args):  # A group with no running slot is skipped.
+    live, *xs = live_args
+    return jax.lax.cond(jnp.any(live), lambda: jax.vmap(iterate)(*xs),
+                        lambda: tuple(xs[3:]))
+
+  split = lambda x: x.reshape((batch // group, group) + x.shape[1:])
+  out = jax.lax.map(one_group, jax.tree.map(split, (state.status == RUNNING,)
+                                            + args))
+  return jax.tree.map(lambda x: x.reshape((batch,) + x.shape[2:]), out)
+
+
+def update(shared: Shared, state: State, s: Settings, steps=1) -> State:
+  """`steps` iterations for every running instance (decided ones stay
+  frozen), then the check / scan / adaptation due at the new iteration
+  count. `steps` (a traced value is fine) must not cross a multiple of
+  `block_size`: no check falls inside the run, so no status changes in it."""
+  x, t, u_s, work = _iterate(shared, state, s, steps)
   running = state.status == RUNNING
   x, t, u_s, work = _select(running, (x, t, u_s, work),
                             (state.x, state.t, state.u_s, state.work))
-  it = state.iteration + 1
+  it = state.iteration + steps
   state = state._replace(x=x, t=t, u_s=u_s, work=work, iteration=it)
   state = jax.lax.cond(it % s.check_every == 0,
                        lambda st: _check_all(shared, st, s), lambda st: st,
@@ -349,13 +403,18 @@ def run_until(shared: Shared, state: State, s: Settings, max_steps,
   MAX_ITER (undecided). Both bounds may be traced values (no recompile).
   """
   start = state.iteration
+  block = block_size(s)
 
   def cond(st):
     return ((st.iteration - start < max_steps) &
             (jnp.sum(st.status == RUNNING) > stop_below))
 
-  def body(st):
-    st = update(shared, st, s)
+  def body(st):  # Up to the next block boundary, the end, or a cap.
+    to_cap = jnp.min(jnp.where(st.status == RUNNING, st.started_at +
+                               s.max_iters - st.iteration, block))
+    steps = jnp.minimum(jnp.minimum(block - st.iteration % block,
+                                    start + max_steps - st.iteration), to_cap)
+    st = update(shared, st, s, jnp.maximum(steps, 1))
     capped = (st.status == RUNNING) & (st.iteration - st.started_at >=
                                        s.max_iters)
     return st._replace(status=jnp.where(capped, MAX_ITER, st.status),

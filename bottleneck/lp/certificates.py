@@ -59,18 +59,45 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   x = np.asarray(x, np.float64)
   a_s = facts.rows(subset)
   x = x + facts.rowspace(subset, y - a_s @ x)[0]  # onto A_S x = y
-  logits = polish.matvec(facts.a, x)
-  err = _gamma(facts.a.shape[1]) * facts.row_norms * np.linalg.norm(x)
-  rest = np.ones(facts.a.shape[0], bool)
-  rest[subset] = False
-  t_upper = float(np.max(logits[rest] + err[rest]))
-  eq_residual = float(np.max(np.abs(a_s @ x - y)))
-  s_lower = float(np.min(logits[subset] - err[subset]))
+  rows = _rest_candidates(facts, subset, x)
+  norm_x = np.linalg.norm(x)
+  logits = facts.rows(rows) @ x
+  t_upper = float(np.max(logits + _gamma(facts.a.shape[1]) *
+                         facts.row_norms[rows] * norm_x))
+  logits_s = a_s @ x
+  eq_residual = float(np.max(np.abs(logits_s - y)))
+  s_lower = float(np.min(logits_s - _gamma(facts.a.shape[1]) *
+                         facts.row_norms[subset] * norm_x))
   ok = t_upper < threshold and s_lower > t_upper
   return {"ok": bool(ok), "t_upper": t_upper,
-          "margin": float(threshold - np.max(logits[rest])),
-          "top_m_margin": float(np.min(logits[subset]) - np.max(logits[rest])),
+          "margin": float(threshold - np.max(logits)),
+          "top_m_margin": float(np.min(logits_s) - np.max(logits)),
           "equality_residual": eq_residual, "x": x}
+
+
+def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
+  """The rows outside S that may hold the largest logit a_j . x: all of
+  them, or for a float32 A the rows whose float32 logit (MatrixFacts.scores,
+  half the bytes of a float64 pass) is within its rounding bound of the
+  largest. |fl32(a_j . fl32(x)) - a_j . x| <= (gamma32_d (1 + u32) + u32)
+  |a_j| |x| (Higham Thm 3.1, any summation order; doubled, plus 1e-30 for
+  underflow): a row outside the returned set has an exact logit below some
+  returned row's, so the float64 maximum over the set is the maximum."""
+  rest = np.ones(facts.a.shape[0], bool)
+  rest[subset] = False
+  if facts.source.dtype != np.float32:
+    return np.flatnonzero(rest)
+  u32 = float(np.finfo(np.float32).eps) / 2
+  d = facts.a.shape[1]
+  gamma32 = d * u32 / (1 - d * u32)
+  approx = facts.scores(x).astype(np.float64)
+  err = 2.0 * (gamma32 * (1 + u32) + u32) * facts.row_norms * float(
+      np.linalg.norm(x)) + 1e-30
+  approx[subset] = -np.inf
+  floor = np.max(approx - err)  # <= the exact largest logit outside S.
+  if not np.isfinite(floor):  # Overflow or NaN in x: every row.
+    return np.flatnonzero(rest)
+  return np.flatnonzero(rest & (approx + err >= floor))
 
 
 def check_probabilities(a, subset, x, p, scale: float, delta: float,
@@ -187,37 +214,56 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
 
 
 def _enclose(m_mat, z, b):
-  """An exact solution of M z = b next to a float z~ (Rump-style).
+  """An exact solution of M z = b next to a float z~.
 
-  z* = z~ + M^T w*, (M M^T) w* = b - M z~, exists and obeys |z* - z~|_i <=
-  (sum_j |M_ji|) |w*|_inf with |w*|_inf <= |R|_inf |b - M z~|_inf /
-  (1 - alpha), for a float R ~ (M M^T)^{-1} and a rigorous alpha >=
-  |I - R M M^T|_inf < 1; every float product bounded by gamma_n |.| |.|.
-  The bound's nonnegative terms enter only through their row sums, so
-  they are matrix-vector products ((|R| |G|) 1 = |R| (|G| 1)); the one
-  n x n product formed is R G (R from a Cholesky factor of G, with LU as
-  the fallback). Returns (z~ refined, the enclosure radius per entry,
-  alpha, residual) or the reason it failed (a string).
+  z* = z~ + M^T w*, (M M^T) w* = b - M z~ exists whenever M M^T is
+  nonsingular, and |z* - z~|_i <= |M_{:,i}| |w*|. Two rigorous bounds of
+  |w*|, every float product bounded by gamma_n |.| |.|:
+  - `_shifted_radius` (first): |w*|_2 <= |b - M z~|_2 / lam, for a proven
+    lower bound lam of lambda_min(M M^T) from one Cholesky factorization
+    of the shifted Gram (no inverse: at d = 768, ~1/3 the cost of the
+    second);
+  - Rump-style (where that fails, e.g. a nearly singular M M^T):
+    |w*|_inf <= |R|_inf |b - M z~|_inf / (1 - alpha), for a float
+    R ~ (M M^T)^{-1} and a rigorous alpha >= |I - R M M^T|_inf < 1. The
+    bound's nonnegative terms enter only through their row sums, so they
+    are matrix-vector products ((|R| |G|) 1 = |R| (|G| 1)); the one n x n
+    product formed is R G (R from a Cholesky factor of G, with LU as the
+    fallback).
+  Returns (z~ refined, the enclosure radius per entry, alpha (the share
+  of the margin the rounding took), residual) or the reason it failed (a
+  string).
   """
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   n, p = m_mat.shape
   abs_m = np.abs(m_mat)
   gram = m_mat @ m_mat.T
   try:
-    r_inv = scipy.linalg.cho_solve(scipy.linalg.cho_factor(
-        gram, check_finite=False), np.eye(n), check_finite=False)
+    factor = scipy.linalg.cho_factor(gram, check_finite=False)
+    if not np.all(np.isfinite(factor[0])):
+      factor = None
   except (np.linalg.LinAlgError, ValueError):
+    factor = None
+  if factor is not None:
+    solve = lambda rhs: scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+  else:
     try:
-      r_inv = np.linalg.inv(gram)
+      inverse = np.linalg.inv(gram)
     except np.linalg.LinAlgError:
       return "M M^T is numerically singular"
-  if not np.all(np.isfinite(r_inv)):
-    return "M M^T is numerically singular"
+    if not np.all(np.isfinite(inverse)):
+      return "M M^T is numerically singular"
+    solve = lambda rhs: inverse @ rhs
   for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
-    z = z + m_mat.T @ (r_inv @ (b - m_mat @ z))
+    z = z + m_mat.T @ solve(b - m_mat @ z)
   r = b - m_mat @ z
   r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
                                p)
+  if factor is not None:
+    shifted = _shifted_radius(m_mat, gram, factor, r_bound)
+    if shifted is not None:
+      return (z, *shifted, r)
+  r_inv = solve(np.eye(n))
   abs_r = np.abs(r_inv)
   # Row sums of |I - fl(R G~)| + gamma_n |R| |G~| + gamma_p |R| |M| |M|^T
   # (G~ = fl(M M^T); the last two bound the rounding of R G~ and of G~).
@@ -231,6 +277,47 @@ def _enclose(m_mat, z, b):
       1.0 - alpha)
   z_err = _upper(abs_m.sum(axis=0) * w_bound, n)
   return z, z_err, alpha, r
+
+
+def _shifted_radius(m_mat, gram, factor, r_bound):
+  """(|z* - z~| bound per entry, alpha) from lambda_min(M M^T) >= lam > 0,
+  or None where no such lam is proven.
+
+  If the float Cholesky factorization of H = fl(G~ - c I) (G~ = fl(M M^T))
+  runs to completion, its factor R~ has R~^T R~ = H + E with |E| <=
+  gamma_{n+1} |R~^T| |R~| (Higham Thm 10.3), so |E|_2 <= gamma_{n+1}
+  |R~|_F^2; H = G~ - c I + D with |D_ii| <= u |H_ii|, and |G~ - M M^T|_2
+  <= gamma_p |M|_F^2. R~^T R~ is positive semidefinite, hence
+  lambda_min(M M^T) >= c - |E|_2 - |D|_2 - |G~ - M M^T|_2 =: lam. The
+  shift c is half (then a quarter) of an inverse-iteration estimate of
+  lambda_min(G~) through G~'s own factor."""
+  import scipy.linalg  # pylint: disable=g-import-not-at-top
+  n, p = m_mat.shape
+  v = np.random.default_rng(0).standard_normal(n)
+  for _ in range(4):
+    v = scipy.linalg.cho_solve(factor, v / np.linalg.norm(v),
+                               check_finite=False)
+  estimate = 1.0 / float(np.linalg.norm(v))  # ~lambda_min(G~) from above.
+  frobenius_m = _upper(float(np.sum(m_mat * m_mat)), n * p)
+  for fraction in (0.5, 0.25):
+    c = fraction * estimate
+    shifted = gram - c * np.eye(n)
+    try:
+      r_f = scipy.linalg.cholesky(shifted, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+      continue
+    if not np.all(np.isfinite(r_f)):
+      continue
+    rounding = _upper(_gamma(n + 1) * _upper(float(np.sum(r_f * r_f)), n * n)
+                      + _U * float(np.max(np.diag(shifted)))
+                      + _gamma(p) * frobenius_m, 4)
+    lam = (c - rounding) * (1.0 - 4.0 * _U)
+    if not (np.isfinite(lam) and lam > 0.0):
+      continue
+    w_norm = _upper(_upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
+    columns = _upper(np.sqrt(_upper(np.sum(m_mat * m_mat, axis=0), n)), 1)
+    return _upper(columns * w_norm, 1), rounding / c
+  return None
 
 
 def _verify_dual(a, subset, y, mu, support, threshold):

@@ -22,6 +22,7 @@ copies the iterates, the chunk is dispatched, `_check` decides).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable, Iterator, NamedTuple
 
@@ -48,6 +49,9 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
              d: int) -> Compiled:
   """Compiles once per (settings, mesh, shapes)."""
   rep = sharding.replicated(mesh)
+  if settings.group is None and mesh.devices.size > 1:  # Groups of a batch
+    settings = dataclasses.replace(settings, group=0)  # sharded over devices
+    # would be gathered across them: each device iterates its whole shard.
 
   def freeze(state, active):
     return state._replace(status=jnp.where(active, state.status,
