@@ -1,6 +1,8 @@
 """Top-m LP: ADMM verdicts and certificates against scipy/HiGHS."""
 
+import contextlib
 import dataclasses
+import fractions
 from unittest import mock
 
 from absl.testing import absltest, parameterized
@@ -32,6 +34,26 @@ def _linprog_t(a, subset, y):
   res = _linprog_result(a, subset, y)
   assert res.status == 0, res.message
   return res.fun
+
+
+def _exact_min_norm_step(m_mat, z, b):
+  """M^T (M M^T)^{-1} (b - M z) in exact rational arithmetic (the
+  distance from a float z to the exact solution _enclose encloses)."""
+  q = lambda v: fractions.Fraction(float(v))
+  n, p = m_mat.shape
+  mm = [[q(v) for v in row] for row in m_mat]
+  r = [q(b[i]) - sum(mm[i][k] * q(z[k]) for k in range(p)) for i in range(n)]
+  g = [[sum(mm[i][k] * mm[j][k] for k in range(p)) for j in range(n)] + [r[i]]
+       for i in range(n)]
+  for c in range(n):  # Gauss-Jordan on [G | r], exact.
+    pivot = next(i for i in range(c, n) if g[i][c] != 0)
+    g[c], g[pivot] = g[pivot], g[c]
+    g[c] = [v / g[c][c] for v in g[c]]
+    for i in range(n):
+      if i != c and g[i][c] != 0:
+        g[i] = [vi - g[i][c] * vc for vi, vc in zip(g[i], g[c])]
+  w = [g[i][n] for i in range(n)]
+  return [sum(mm[i][k] * w[i] for i in range(n)) for k in range(p)]
 
 
 def _matrix(n, d, seed):
@@ -294,6 +316,35 @@ class CertificateTest(absltest.TestCase):
     rows = certificates._rest_candidates(facts, it.subset, cert["x"])
     self.assertGreaterEqual(rows.size, 40 + 1 - it.subset.size)  # Ties.
     self.assertLess(rows.size, 100)  # Not every row.
+
+  def test_enclosure_holds_the_exact_solution(self):
+    # _enclose's radius must contain z* = z~ + M^T (M M^T)^{-1} (b - M z~),
+    # computed here in exact rational arithmetic, on both of its paths
+    # (the shifted-Cholesky bound, and Rump's where that one declines), for
+    # a well-conditioned M and one with two rows 1e-5 apart.
+    import scipy.linalg  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(4)
+    well = rng.standard_normal((5, 8))
+    near = well.copy()
+    near[4] = near[3] + 1e-5 * rng.standard_normal(8)
+    b = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    for m_mat in (well, near):
+      z0 = np.linalg.lstsq(m_mat, b, rcond=None)[0] + 1e-9
+      for path in ("shifted", "rump"):
+        with (mock.patch.object(certificates, "_shifted_radius",
+                                return_value=None) if path == "rump" else
+              contextlib.nullcontext()):
+          z, z_err, _, _ = certificates._enclose(m_mat, z0, b)
+        exact = _exact_min_norm_step(m_mat, z, b)
+        self.assertTrue(any(e != 0 for e in exact))  # Something to enclose.
+        for i in range(z.size):
+          self.assertLessEqual(abs(exact[i]), fractions.Fraction(z_err[i]))
+    # Rows 1e-7 apart: lambda_min(M M^T) ~ 1e-14 lies below the rounding of
+    # any shift, and the shifted bound declines instead of claiming one.
+    near[4] = near[3] + 1e-7 * rng.standard_normal(8)
+    gram = near @ near.T
+    self.assertIsNone(certificates._shifted_radius(
+        near, gram, scipy.linalg.cho_factor(gram), np.ones(5)))
 
   def test_infeasible_certificate_and_tampering(self):
     sol = lp_exact.solve(self.a, self.hard.subset, self.hard.y)

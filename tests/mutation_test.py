@@ -10,6 +10,7 @@ import contextlib
 import unittest
 
 from absl.testing import absltest
+import numpy as np
 import optax
 
 from bottleneck.lp import bracket, certificates, polish, stream
@@ -95,6 +96,30 @@ class MutationTest(absltest.TestCase):
       self.assertGreater(_failed(
           lp_finish_test.FinishTest,
           "test_a_tight_dual_that_fails_is_blended_with_a_central_one"), 0)
+
+  def test_enclosures_with_no_radius_are_caught(self):
+    # Both bounds of _enclose with their radius zeroed: the float z~ then
+    # claims to be the exact solution.
+    real = certificates._shifted_radius
+    zero = lambda *a: None if real(*a) is None else (0 * real(*a)[0], 0.0)
+    with _swapped(certificates, "_shifted_radius", zero):
+      self.assertGreater(_failed(
+          lp_test.CertificateTest,
+          "test_enclosure_holds_the_exact_solution"), 0)
+    upper = certificates._upper
+    with _swapped(certificates, "_upper", lambda x, n: 0 * upper(x, n)):
+      self.assertGreater(_failed(
+          lp_test.CertificateTest,
+          "test_enclosure_holds_the_exact_solution"), 0)
+
+  def test_a_float32_ranking_that_trusts_its_top_row_is_caught(self):
+    top = lambda facts, subset, x: np.array([np.argmax(
+        facts.scores(x) - np.isin(np.arange(facts.a.shape[0]), subset) * 1e30)])
+    with _swapped(certificates, "_rest_candidates", top):
+      self.assertGreater(_failed(
+          lp_test.CertificateTest,
+          "test_feasible_check_of_a_float32_head_finds_the_float64_maximum"),
+                         0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})
