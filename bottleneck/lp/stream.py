@@ -5,7 +5,7 @@ devices, the matrix replicated, the state donated); whenever a quarter of
 them holds a verdict candidate, those are handed out and their slots
 restarted with queued instances (`admm.refill`), so slow instances do not
 hold the batch; once the queue is empty, the last instances move to a batch
-a quarter the size (`_shrink`), and again. One compile per (settings,
+a quarter the size (`_shrink`, once). One compile per (settings,
 mesh, batch, m_pad, matrix shape): `compiled` caches them.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
@@ -35,11 +35,13 @@ from bottleneck.lp import admm, instances as instances_lib
 
 
 class Compiled(NamedTuple):
-  """Jitted advance / refill / resume of a fixed-size batch of LP slots
-  (the first state is a refill of a blank one: no compile of its own)."""
+  """Jitted advance / refill / resume / freeze of a fixed-size batch of LP
+  slots (the first state is a refill of a blank one: no compile of its
+  own)."""
   advance: Callable
   refill: Callable
   resume: Callable
+  freeze: Callable  # Slots the host released, with no instance to follow.
   state_sharding: admm.State  # NamedShardings of the slots' state.
   state_shape: admm.State  # Its ShapeDtypeStructs.
 
@@ -87,8 +89,10 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
       jax.jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
               out_shardings=state_sh, donate_argnums=1),
       jax.jit(admm.resume, in_shardings=(state_sh, b1, None),
-              out_shardings=state_sh, donate_argnums=0), state_sh,
-      state_shape)
+              out_shardings=state_sh, donate_argnums=0),
+      jax.jit(lambda state, which: freeze(state, ~which),
+              in_shardings=(state_sh, b1), out_shardings=state_sh,
+              donate_argnums=0), state_sh, state_shape)
 
 
 class Finished(NamedTuple):
@@ -127,7 +131,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   nominations quiet for as many iterations as it has run (doubling). Once
   the queue is empty and the slots still running (all older than
   `shrink_age`: stragglers, worth a compile) fit in a quarter of the
-  batch, they move to a batch that size.
+  batch, they move to a batch that size (once).
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
@@ -135,6 +139,11 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   slots = [pending.pop() if pending else -1 for _ in range(batch)]
   next_check = np.full(batch, first_check)  # Age of each slot's next offer.
   step = max(1, first_check // 2)  # Host visits: every `step` iterations.
+  # One move to a quarter of the batch: a second (8 -> 2 slots at 50257 x
+  # 768) cost its 1.7 s compile and saved less, as frozen groups of slots
+  # are skipped (admm._iterate); the band's 32 instances: 13.3 s cold
+  # (7.1 s compiled) with one move, 16.0 s (7.7 s) with two.
+  shrunk = False
 
   def problem():
     return instances_lib.pad([instances[max(j, 0)] for j in slots], m_pad,
@@ -193,21 +202,26 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       state = advance(state, int(now))
       finished += yield from _check(decide, offers, slots, next_check, n,
                                     running, int(now))
+    queued = bool(pending)
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = pending.pop() if pending else -1
       next_check[i] = first_check
     if finished and any(j >= 0 for j in slots):
       replace = np.zeros(batch, bool)
       replace[finished] = True
-      state = fns.refill(shared, state, problem(), replace,
-                         np.array(slots) >= 0)
+      if queued:
+        state = fns.refill(shared, state, problem(), replace,
+                           np.array(slots) >= 0)
+      else:  # Nothing to start: no refill compile for the tail's batches.
+        state = fns.freeze(state, replace)
     ages = now - started
     ages[finished] = 0  # Refilled this round.
     live = [i for i, j in enumerate(slots) if j >= 0]
-    if (not pending and 0 < len(live) <= batch // 4 and
+    if (not pending and not shrunk and 0 < len(live) <= batch // 4 and
         (batch // 4) % mesh.devices.size == 0 and
         min(ages[live]) >= shrink_age):
       batch //= 4
+      shrunk = True
       fns = compiled(settings, mesh, batch, m_pad, n, d)
       state, slots, next_check = _shrink(state, slots, next_check, batch,
                                          fns.state_sharding)
