@@ -12,7 +12,8 @@ from scipy import optimize
 
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
-from bottleneck.lp import admm, certificates, instances, polish, stream
+from bottleneck.lp import admm, certificates, enclosure, instances, polish
+from bottleneck.lp import stream
 from bottleneck.lp import exact as lp_exact
 
 
@@ -38,7 +39,7 @@ def _linprog_t(a, subset, y):
 
 def _exact_min_norm_step(m_mat, z, b):
   """M^T (M M^T)^{-1} (b - M z) in exact rational arithmetic (the
-  distance from a float z to the exact solution _enclose encloses)."""
+  distance from a float z to the exact solution enclosure.enclose encloses)."""
   q = lambda v: fractions.Fraction(float(v))
   n, p = m_mat.shape
   mm = [[q(v) for v in row] for row in m_mat]
@@ -318,7 +319,7 @@ class CertificateTest(absltest.TestCase):
     self.assertLess(rows.size, 100)  # Not every row.
 
   def test_enclosure_holds_the_exact_solution(self):
-    # _enclose's radius must contain z* = z~ + M^T (M M^T)^{-1} (b - M z~),
+    # enclose's radius must contain z* = z~ + M^T (M M^T)^{-1} (b - M z~),
     # computed here in exact rational arithmetic, on both of its paths
     # (the shifted-Cholesky bound, and Rump's where that one declines), for
     # a well-conditioned M and one with two rows 1e-5 apart.
@@ -331,10 +332,10 @@ class CertificateTest(absltest.TestCase):
     for m_mat in (well, near):
       z0 = np.linalg.lstsq(m_mat, b, rcond=None)[0] + 1e-9
       for path in ("shifted", "rump"):
-        with (mock.patch.object(certificates, "_shifted_radius",
+        with (mock.patch.object(enclosure, "shifted_radius",
                                 return_value=None) if path == "rump" else
               contextlib.nullcontext()):
-          z, z_err, _, _ = certificates._enclose(m_mat, z0, b)
+          z, z_err, _, _ = enclosure.enclose(m_mat, z0, b)
         exact = _exact_min_norm_step(m_mat, z, b)
         self.assertTrue(any(e != 0 for e in exact))  # Something to enclose.
         for i in range(z.size):
@@ -343,7 +344,7 @@ class CertificateTest(absltest.TestCase):
     # any shift, and the shifted bound declines instead of claiming one.
     near[4] = near[3] + 1e-7 * rng.standard_normal(8)
     gram = near @ near.T
-    self.assertIsNone(certificates._shifted_radius(
+    self.assertIsNone(enclosure.shifted_radius(
         near, gram, scipy.linalg.cho_factor(gram), np.ones(5)))
 
   def test_infeasible_certificate_and_tampering(self):

@@ -13,7 +13,7 @@ from absl.testing import absltest
 import numpy as np
 import optax
 
-from bottleneck.lp import bracket, certificates, polish, stream
+from bottleneck.lp import bracket, certificates, enclosure, polish, stream
 from train.training import optim
 import tests.lp_finish_test as lp_finish_test
 import tests.lp_test as lp_test
@@ -98,16 +98,16 @@ class MutationTest(absltest.TestCase):
           "test_a_tight_dual_that_fails_is_blended_with_a_central_one"), 0)
 
   def test_enclosures_with_no_radius_are_caught(self):
-    # Both bounds of _enclose with their radius zeroed: the float z~ then
-    # claims to be the exact solution.
-    real = certificates._shifted_radius
+    # Both bounds of enclosure.enclose with their radius zeroed: the float
+    # z~ then claims to be the exact solution.
+    real = enclosure.shifted_radius
     zero = lambda *a: None if real(*a) is None else (0 * real(*a)[0], 0.0)
-    with _swapped(certificates, "_shifted_radius", zero):
+    with _swapped(enclosure, "shifted_radius", zero):
       self.assertGreater(_failed(
           lp_test.CertificateTest,
           "test_enclosure_holds_the_exact_solution"), 0)
-    upper = certificates._upper
-    with _swapped(certificates, "_upper", lambda x, n: 0 * upper(x, n)):
+    upper = enclosure.upper
+    with _swapped(enclosure, "upper", lambda x, n: 0 * upper(x, n)):
       self.assertGreater(_failed(
           lp_test.CertificateTest,
           "test_enclosure_holds_the_exact_solution"), 0)

@@ -34,14 +34,9 @@ import numpy as np
 
 from bottleneck import linalg, prescribed
 from bottleneck.lp import polish
+from bottleneck.lp.enclosure import U as _U, enclose as _enclose
+from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
 from bottleneck.lp.facts import MatrixFacts
-
-_U = np.finfo(np.float64).eps / 2
-
-
-def _gamma(n: int) -> float:
-  return n * _U / (1 - n * _U)
-
 
 def _facts(a) -> MatrixFacts:
   return a if isinstance(a, MatrixFacts) else MatrixFacts(a)
@@ -168,12 +163,6 @@ def check_infeasible(a, subset, y, mu, threshold: float,
           "margin": float(threshold - (v @ x_par))}
 
 
-def _upper(x, n: int):
-  """A rigorous upper bound of a float computation over n nonnegative terms
-  (each term's and the sum's rounding, Higham Thm 3.1, with slack)."""
-  return x * (1.0 + 2.0 * _gamma(2 * n + 4))
-
-
 def check_infeasible_global(a, subset, y, mu, threshold: float,
                             drop: float = 1e-9, retries: int = 3) -> dict:
   """A global proof that no embedding makes S the top m below `threshold`.
@@ -189,7 +178,8 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
   exact solution z* = z~ + M^T w*, (M M^T) w* = b - M z~, exists and obeys
   |z* - z~|_i <= (sum_j |M_ji|) |w*|_inf with |w*|_inf <= |R|_inf
   |b - M z~|_inf / (1 - alpha), for any float R ~ (M M^T)^{-1} and a
-  rigorous alpha >= |I - R M M^T|_inf < 1 (Rump-style verification; every
+  rigorous alpha >= |I - R M M^T|_inf < 1 (Rump-style verification,
+  `enclosure.enclose`, which first tries a shifted-Cholesky bound; every
   float product bounded by gamma_n |.| |.|). Accepted iff the enclosure has
   mu* >= 0 and y^T lam* >= threshold.
   """
@@ -211,113 +201,6 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
       return cert
     support = support[~tiny]
   return cert
-
-
-def _enclose(m_mat, z, b):
-  """An exact solution of M z = b next to a float z~.
-
-  z* = z~ + M^T w*, (M M^T) w* = b - M z~ exists whenever M M^T is
-  nonsingular, and |z* - z~|_i <= |M_{:,i}| |w*|. Two rigorous bounds of
-  |w*|, every float product bounded by gamma_n |.| |.|:
-  - `_shifted_radius` (first): |w*|_2 <= |b - M z~|_2 / lam, for a proven
-    lower bound lam of lambda_min(M M^T) from one Cholesky factorization
-    of the shifted Gram (no inverse: at d = 768, ~1/3 the cost of the
-    second);
-  - Rump-style (where that fails, e.g. a nearly singular M M^T):
-    |w*|_inf <= |R|_inf |b - M z~|_inf / (1 - alpha), for a float
-    R ~ (M M^T)^{-1} and a rigorous alpha >= |I - R M M^T|_inf < 1. The
-    bound's nonnegative terms enter only through their row sums, so they
-    are matrix-vector products ((|R| |G|) 1 = |R| (|G| 1)); the one n x n
-    product formed is R G (R from a Cholesky factor of G, with LU as the
-    fallback).
-  Returns (z~ refined, the enclosure radius per entry, alpha (the share
-  of the margin the rounding took), residual) or the reason it failed (a
-  string).
-  """
-  import scipy.linalg  # pylint: disable=g-import-not-at-top
-  n, p = m_mat.shape
-  abs_m = np.abs(m_mat)
-  gram = m_mat @ m_mat.T
-  try:
-    factor = scipy.linalg.cho_factor(gram, check_finite=False)
-    if not np.all(np.isfinite(factor[0])):
-      factor = None
-  except (np.linalg.LinAlgError, ValueError):
-    factor = None
-  if factor is not None:
-    solve = lambda rhs: scipy.linalg.cho_solve(factor, rhs, check_finite=False)
-  else:
-    try:
-      inverse = np.linalg.inv(gram)
-    except np.linalg.LinAlgError:
-      return "M M^T is numerically singular"
-    if not np.all(np.isfinite(inverse)):
-      return "M M^T is numerically singular"
-    solve = lambda rhs: inverse @ rhs
-  for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
-    z = z + m_mat.T @ solve(b - m_mat @ z)
-  r = b - m_mat @ z
-  r_bound = np.abs(r) + _upper(_gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
-                               p)
-  if factor is not None:
-    shifted = _shifted_radius(m_mat, gram, factor, r_bound)
-    if shifted is not None:
-      return (z, *shifted, r)
-  r_inv = solve(np.eye(n))
-  abs_r = np.abs(r_inv)
-  # Row sums of |I - fl(R G~)| + gamma_n |R| |G~| + gamma_p |R| |M| |M|^T
-  # (G~ = fl(M M^T); the last two bound the rounding of R G~ and of G~).
-  rows = (np.abs(np.eye(n) - r_inv @ gram).sum(axis=1) +
-          _gamma(n) * (abs_r @ np.abs(gram).sum(axis=1)) +
-          _gamma(p) * (abs_r @ (abs_m @ abs_m.sum(axis=0))))
-  alpha = float(np.max(_upper(rows, 2 * p + 2 * n)))
-  if not alpha < 1.0:
-    return f"verification failed: |I - R M M^T| bound {alpha:.3g} >= 1"
-  w_bound = _upper(np.max(abs_r.sum(axis=1)) * np.max(r_bound), n) / (
-      1.0 - alpha)
-  z_err = _upper(abs_m.sum(axis=0) * w_bound, n)
-  return z, z_err, alpha, r
-
-
-def _shifted_radius(m_mat, gram, factor, r_bound):
-  """(|z* - z~| bound per entry, alpha) from lambda_min(M M^T) >= lam > 0,
-  or None where no such lam is proven.
-
-  If the float Cholesky factorization of H = fl(G~ - c I) (G~ = fl(M M^T))
-  runs to completion, its factor R~ has R~^T R~ = H + E with |E| <=
-  gamma_{n+1} |R~^T| |R~| (Higham Thm 10.3), so |E|_2 <= gamma_{n+1}
-  |R~|_F^2; H = G~ - c I + D with |D_ii| <= u |H_ii|, and |G~ - M M^T|_2
-  <= gamma_p |M|_F^2. R~^T R~ is positive semidefinite, hence
-  lambda_min(M M^T) >= c - |E|_2 - |D|_2 - |G~ - M M^T|_2 =: lam. The
-  shift c is half (then a quarter) of an inverse-iteration estimate of
-  lambda_min(G~) through G~'s own factor."""
-  import scipy.linalg  # pylint: disable=g-import-not-at-top
-  n, p = m_mat.shape
-  v = np.random.default_rng(0).standard_normal(n)
-  for _ in range(4):
-    v = scipy.linalg.cho_solve(factor, v / np.linalg.norm(v),
-                               check_finite=False)
-  estimate = 1.0 / float(np.linalg.norm(v))  # ~lambda_min(G~) from above.
-  frobenius_m = _upper(float(np.sum(m_mat * m_mat)), n * p)
-  for fraction in (0.5, 0.25):
-    c = fraction * estimate
-    shifted = gram - c * np.eye(n)
-    try:
-      r_f = scipy.linalg.cholesky(shifted, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-      continue
-    if not np.all(np.isfinite(r_f)):
-      continue
-    rounding = _upper(_gamma(n + 1) * _upper(float(np.sum(r_f * r_f)), n * n)
-                      + _U * float(np.max(np.diag(shifted)))
-                      + _gamma(p) * frobenius_m, 4)
-    lam = (c - rounding) * (1.0 - 4.0 * _U)
-    if not (np.isfinite(lam) and lam > 0.0):
-      continue
-    w_norm = _upper(_upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
-    columns = _upper(np.sqrt(_upper(np.sum(m_mat * m_mat, axis=0), n)), 1)
-    return _upper(columns * w_norm, 1), rounding / c
-  return None
 
 
 def _verify_dual(a, subset, y, mu, support, threshold):
@@ -416,7 +299,7 @@ def check_unbounded(a, subset, x) -> dict:
   probabilities on S hold with any delta). The candidate v~ is the part of
   `x` (the solver's last iterate: ADMM's iterates diverge along such a ray)
   orthogonal to the rows of A_S; the exact v* = v~ + A_S^T w* with
-  A_S v* = 0 is enclosed (`_enclose`), and a_j . v* < 0 is checked for
+  A_S v* = 0 is enclosed (`enclosure.enclose`), and a_j . v* < 0 is checked for
   every j outside S with rounding bounds (|a_j| |v| via Cauchy-Schwarz).
   Trained heads with every row in one open half-space have such rays.
   """
