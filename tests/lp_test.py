@@ -317,6 +317,11 @@ class CertificateTest(absltest.TestCase):
     rows = certificates._rest_candidates(facts, it.subset, cert["x"])
     self.assertGreaterEqual(rows.size, 40 + 1 - it.subset.size)  # Ties.
     self.assertLess(rows.size, 100)  # Not every row.
+    # Any other dtype ranks by its float64 copy (x is not cast to it).
+    ints = np.arange(12).reshape(4, 3)
+    np.testing.assert_array_equal(
+        certificates.MatrixFacts(ints).scores(np.array([0.5, 0.25, 0.1])),
+        ints @ np.array([0.5, 0.25, 0.1]))
 
   def test_enclosure_holds_the_exact_solution(self):
     # enclose's radius must contain z* = z~ + M^T (M M^T)^{-1} (b - M z~),

@@ -24,10 +24,13 @@ class MatrixFacts:
 
   def __init__(self, a, float64_bytes: int = 1 << 30,
                cache_bytes: int = 32 << 20):
-    self.a = self.source = np.asarray(a)  # `source`: as given (no copy).
+    self.a = np.asarray(a)
     if self.a.dtype not in (np.float32, np.float64) or (
         self.a.dtype == np.float32 and self.a.size * 8 <= float64_bytes):
       self.a = self.a.astype(np.float64)
+    # A float32 A as given (no copy: its float32 products rank rows, `scores`).
+    self.source = np.asarray(a) if np.asarray(a).dtype == np.float32 else (
+        self.a)
     self.row_norms = head_norms(self.a)
     self.col_absmax = np.maximum(self.a.max(axis=0), -self.a.min(axis=0)
                                  ).astype(np.float64)
