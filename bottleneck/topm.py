@@ -270,9 +270,10 @@ def first_check_age(settings: admm.Settings, n: int, d: int,
   """The age of an instance's first host check: 100, or 200 where a check
   (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
   working set). A failed check costs its time and an early success saves
-  iterations: on the 2-core CPU of benchmarks/RESULTS.md, 200 made the
-  paper-size Figure 1 (50257 x 768, K = 1024) 19 % faster, 100 kept
-  8192 x 256 (K = N - m, every row) 28 % faster."""
+  iterations: on the 2-core CPU of benchmarks/RESULTS.md, 200 made 32
+  instances of 50257 x 768 (K = 1024) at m = 95, 105, 120 14-29 % faster,
+  100 kept the report's 8192 x 256 sweep (K = N - m, every row) 28 %
+  faster."""
   k = admm.working_set_size(settings, n, d, m_pad)
   return 200 if d * d > 64 * k else 100
 

@@ -100,8 +100,8 @@ class Settings:
   # while its working-set rows stay in cache; None = 2 on CPU, else 0. On
   # the 2-core CPU of benchmarks/RESULTS.md, 50257 x 768, B = 32: the
   # batch's [B, K, d] rows (100 MB) stream from memory twice an iteration,
-  # 9.4-11.7 ms; in groups of 2 (6 MB, in L3) 2.5 ms (groups of 1: 12 ms,
-  # 4: 3.3 ms, 8: 7.5 ms).
+  # 9.4-11.7 ms; in groups of 2 (6 MB, in L3) 2.5 ms (groups of 1: 12-14
+  # ms, 4: 3.3 ms, 8: 7.5 ms).
   group: int | None = None
 
   def __post_init__(self):  # Bad settings would hang or NaN inside the loop.

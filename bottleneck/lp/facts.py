@@ -51,21 +51,24 @@ class MatrixFacts:
     return self._one_sided
 
   def qr(self, subset):
-    """(q, r) of A_S^T (reduced), cached (`_cached`)."""
-    return self._cached(np.asarray(subset).tobytes(),
-                        lambda: np.linalg.qr(self.rows(subset).T))
+    """(q, r) of A_S^T (reduced), cached; from the same factorization as
+    `householder` (identical to np.linalg.qr's: both are LAPACK geqrf)."""
+    reflectors, tau = self.householder(subset)
+    return self._cached(b"qr" + np.asarray(subset).tobytes(), lambda: (
+        _q(reflectors, tau, tau.size), np.triu(reflectors[:tau.size])))
 
   def null_basis(self, subset):
-    """Z [d, d - m]: orthonormal basis of null(A_S) (complete QR of A_S^T,
-    cached like `qr`)."""
-    size = np.asarray(subset).size
-    return self._cached(
-        b"null" + np.asarray(subset).tobytes(), lambda: np.ascontiguousarray(
-            np.linalg.qr(self.rows(subset).T, mode="complete")[0][:, size:]))
+    """Z [d, d - m]: orthonormal basis of null(A_S) (the last columns of
+    the complete Q of `householder`'s factorization), cached like `qr`."""
+    reflectors, tau = self.householder(subset)
+    return self._cached(b"null" + np.asarray(subset).tobytes(), lambda: (
+        np.ascontiguousarray(_q(reflectors, tau, reflectors.shape[0])[
+            :, tau.size:])))
 
   def householder(self, subset):
-    """A_S^T's QR in LAPACK's compact form (reflectors, tau), cached:
-    polish.null_coords applies its null-space part."""
+    """A_S^T's QR in LAPACK's compact form (reflectors, tau), cached: the
+    one factorization of A_S^T per subset (`qr`, `null_basis` and
+    polish.null_coords all use it)."""
     import scipy.linalg  # pylint: disable=g-import-not-at-top
     return self._cached(b"raw" + np.asarray(subset).tobytes(),
                         lambda: scipy.linalg.qr(self.rows(subset).T,
@@ -121,6 +124,19 @@ class MatrixFacts:
           twins[q] = twins[p] = twins[p] if twins[p] >= 0 else p
       self._twins = twins
     return self._twins
+
+
+def _q(reflectors, tau, columns: int) -> np.ndarray:
+  """The first `columns` columns of the Q whose Householder reflectors are
+  (reflectors, tau) (LAPACK orgqr)."""
+  from scipy.linalg import lapack  # pylint: disable=g-import-not-at-top
+  q = np.zeros((reflectors.shape[0], columns), order="F")
+  q[:, :tau.size] = reflectors
+  q, _, info = lapack.dorgqr(q, tau, lwork=64 * max(1, columns),
+                             overwrite_a=True)
+  if info != 0:
+    raise np.linalg.LinAlgError(f"orgqr failed (info {info})")
+  return q
 
 
 def _nbytes(value) -> int:
