@@ -188,22 +188,29 @@ class EncodingTest(absltest.TestCase):
     self.assertLess(abs(out["random_adj_r2"]), 0.02)
     self.assertLess(abs(out["shuffled_adj_r2"]), 0.02)
     prof = encoding.spearman_profiles(alpha, e)
-    self.assertAlmostEqual(prof["dim_abs_spearman"][3], abs(
-        stats.spearmanr(e[:, 3], alpha).statistic), places=12)
+    np.testing.assert_allclose(prof["dim_abs_spearman"], [abs(
+        stats.spearmanr(e[:, j], alpha).statistic) for j in range(16)],
+                               rtol=0, atol=1e-12)
     self.assertAlmostEqual(prof["pc_variance_ratio"].sum(), 1.0)
     # PCs against numpy's SVD (sign-free), ties against scipy's ranks.
     centred = e - e.mean(0)
     _, sv, vt = np.linalg.svd(centred, full_matrices=False)
     np.testing.assert_allclose(prof["pc_variance_ratio"],
                                sv**2 / np.sum(sv**2), rtol=1e-9, atol=1e-15)
-    self.assertAlmostEqual(prof["pc_abs_spearman"][0], abs(
-        stats.spearmanr(centred @ vt[0], alpha).statistic), places=10)
+    np.testing.assert_allclose(prof["pc_abs_spearman"], [abs(
+        stats.spearmanr(centred @ vt[j], alpha).statistic) for j in range(16)],
+                               rtol=0, atol=1e-10)
     tied = np.round(e * 2) / 2  # Few distinct values: many ties.
     np.testing.assert_array_equal(encoding.average_ranks(tied.T),
                                   stats.rankdata(tied, axis=0).T)
-    prof = encoding.spearman_profiles(np.round(alpha * 3e3) / 3e3, tied)
-    self.assertAlmostEqual(prof["dim_abs_spearman"][5], abs(stats.spearmanr(
-        tied[:, 5], np.round(alpha * 3e3) / 3e3).statistic), places=12)
+    tied_alpha = np.round(alpha * 3e3) / 3e3
+    for workers in (1, 3):  # Blocks of 5 columns: one block is partial.
+      prof = encoding.spearman_profiles(tied_alpha, tied, block=5,
+                                        workers=workers)
+      np.testing.assert_allclose(prof["dim_abs_spearman"], [abs(
+          stats.spearmanr(tied[:, j], tied_alpha).statistic)
+                                                           for j in range(16)],
+                                 rtol=0, atol=1e-12)
 
   def test_editing_meets_the_requested_scale(self):
     # A model where eq. (2)'s approximations hold: large V, small and
