@@ -267,12 +267,16 @@ def scale_error(r: float, alpha_before, alpha_after, token: int) -> float:
   return float(abs(np.log(r) - np.log(r_hat)))
 
 
-def kl_unedited(alpha_before, alpha_after, token: int) -> float:
-  """KL(before || after) on the unedited tokens, each renormalised."""
+def kl_unedited(alpha_before, alpha_after, token: int):
+  """KL(before || after) on the unedited tokens, each renormalised; for
+  alpha_after [R, V] (R edits of one token) an [R] array, sharing log p."""
+  after = np.asarray(alpha_after, np.float64)
   p = np.delete(np.asarray(alpha_before, np.float64), token)
-  q = np.delete(np.asarray(alpha_after, np.float64), token)
-  p, q = p / p.sum(), q / q.sum()
-  return float(np.sum(p * (np.log(p) - np.log(q))))
+  q = np.delete(np.atleast_2d(after), token, axis=1)
+  p = p / p.sum()
+  q_log = np.log(q) - np.log(q.sum(1, keepdims=True))
+  out = (np.log(p)[None, :] - q_log) @ p  # Differences first: KL ~ 0.
+  return float(out[0]) if after.ndim == 1 else out
 
 
 def kl(p, q) -> float:

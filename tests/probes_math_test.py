@@ -234,6 +234,11 @@ class EncodingTest(absltest.TestCase):
                                       np.delete(e, 17, 0))
     # Several scales at once (the probe's form): each row is one edit.
     scales = np.array([0.2, 2.0, 20.0])
+    rows = np.stack([alpha_of(e * (1.0 + 0.1 * r)) for r in scales])
+    np.testing.assert_allclose(  # scipy renormalises both: the reference.
+        encoding.kl_unedited(alpha, rows, 17),
+        [stats.entropy(np.delete(alpha, 17), np.delete(row, 17))
+         for row in rows], rtol=1e-9)
     deltas = encoding.edit_delta(scales, fit["slopes"], fit["p_values"], 2.0)
     for r, delta in zip(scales, deltas):
       np.testing.assert_allclose(delta, encoding.edit_embedding(
@@ -276,6 +281,38 @@ class EncodingTest(absltest.TestCase):
       encoding.probability_mlr(np.zeros(10), np.ones((10, 2)))
     with self.assertRaisesRegex(ValueError, "`token`"):
       encoding.edit_embedding(np.ones((5, 2)), 9, 2.0, [1, 1], [0, 0])
+
+
+class PruneKernelTest(parameterized.TestCase):
+  """Seed 003 §4's mean distributions with dimensions removed: both sweeps
+  of `_mean_softmax_kept` against masked float64 softmaxes."""
+
+  @parameterized.parameters((None, 0.0), ("bias", 0.0), ("bias", 2.0))
+  def test_every_kept_prefix_and_suffix(self, bias, softcap):
+    from train.probes import encoding as probe_encoding  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(4)
+    n, v, d = 11, 40, 7  # 11 rows in chunks of 4: the last one padded.
+    h, w = rng.standard_normal((n, d)), rng.standard_normal((v, d))
+    b = rng.standard_normal(v) if bias else None
+    bounds = (0, 2, 3, 7)  # Uneven blocks: zero-padded to width 4.
+    cols, inside = probe_encoding._column_blocks(bounds)
+    wt = probe_encoding._blocks_of_wt(jax.numpy.asarray(w, np.float32),
+                                      cols, inside)
+    got = np.asarray(probe_encoding._mean_softmax_kept(
+        jax.numpy.asarray(h, np.float32), wt, None if b is None else
+        jax.numpy.asarray(b, np.float32), bounds, softcap, 4))
+
+    def mean_p(keep):
+      z = (h * keep) @ w.T + (0.0 if b is None else b)
+      z = softcap * np.tanh(z / softcap) if softcap else z
+      return special.softmax(z, axis=1).mean(0)
+
+    for j, c in enumerate(bounds):
+      first, rest = np.arange(d) < c, np.arange(d) >= c
+      np.testing.assert_allclose(got[0, j], mean_p(first), rtol=2e-5,
+                                 atol=1e-7, err_msg=f"first {c}")
+      np.testing.assert_allclose(got[1, j], mean_p(rest), rtol=2e-5,
+                                 atol=1e-7, err_msg=f"from {c}")
 
 
 class HeadStatsTest(absltest.TestCase):

@@ -63,6 +63,38 @@ class ProbesTest(absltest.TestCase):
     self.assertEqual([r["step"] for r in freq["rows"]], [0, 8, 16, 24])
     self.assertEqual(freq["rows"][0]["conv_head"], 0.0)  # Initialisation.
 
+  def test_prune_orders_against_float64_masks(self):
+    # Seed 003 §4 by the definition: zero the least (most) salient columns
+    # of W, mean softmax over the out-of-domain positions, KL to the base.
+    from bottleneck import encoding as enc  # pylint: disable=g-import-not-at-top
+    from scipy import special  # pylint: disable=g-import-not-at-top
+    from train.probes import encoding, forward, subjects  # pylint: disable=g-import-not-at-top
+    subject = subjects.load_subject(self.run_dir)
+    x, y = subjects.windows(subject, "", 4, "val", 0, 32)
+    own = forward.run(subject, x, y, gradient_sums=False)
+    ood = forward.run(subject, x[::-1], y[::-1], gradient_sums=False)
+    ratios = (0.0, 0.25, 0.5, 1.0)
+    got, _ = encoding.prune_probe(subject, own, ood, 50, ratios)
+    w, b = subject.head()
+    h = ood.h[:50].astype(np.float64)
+    order = enc.removal_order(enc.mlr(-np.log(own.alpha), w)["slopes"])
+
+    def mean_p(removed):
+      keep = np.ones(w.shape[1])
+      keep[removed] = 0.0
+      z = (h * keep) @ w.T.astype(np.float64) + (0.0 if b is None else b)
+      return special.softmax(z, axis=1).mean(0)
+
+    base = mean_p([])
+    for i, r in enumerate(ratios):
+      k = int(round(r * w.shape[1]))
+      self.assertAlmostEqual(got["saliency"][i], enc.kl(
+          base, mean_p(order[:k])), delta=1e-4, msg=r)
+      self.assertAlmostEqual(got["adversarial"][i], enc.kl(
+          base, mean_p(order[::-1][:k])), delta=1e-4, msg=r)
+    with self.assertRaisesRegex(ValueError, "ratios"):
+      encoding.prune_probe(subject, own, ood, 50, (0.5, 1.5))
+
   def test_hf_folder_subject(self):
     folder = self.create_tempdir().full_path
     rng = np.random.default_rng(0)

@@ -18,8 +18,8 @@ import numpy as np
 from bottleneck import encoding
 from train.models import gpt
 from train.probes import plots
-from train.probes.forward import (Pass, position_cap, probabilities,
-                                  rows_per_step)
+from train.probes.forward import (Pass, device_head, position_cap,
+                                  probabilities, rows_per_step)
 from train.text import data
 from train.training import runs
 
@@ -66,9 +66,9 @@ class _Cached:
   with d_x = dE . h_x and c_x = 1 / (1 - P[x, w] + P[x, w] e^d)."""
 
   def __init__(self, subject, h_nxd):
-    w, b = subject.head()
     self.h = np.asarray(h_nxd, np.float64)
-    self.p = probabilities(h_nxd, w, b, subject.cfg.logit_softcap)
+    self.p = probabilities(h_nxd, *device_head(subject),  # No copy of W.
+                           subject.cfg.logit_softcap)
     self.alpha = self.p.mean(0, dtype=np.float64)
 
   def edited_alpha(self, token: int, delta_rows):
@@ -131,19 +131,21 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   errs = {label: {} for label in variants}
   kls = {label: [] for label in variants}
   curve, counts = [], {}
+  every = np.concatenate(list(deltas.values()))  # [variants x ratios, D].
   for key, h in (("local", None), ("id", ident), ("ood", ood_pass.h[:cap])):
     cache = local if h is None else _Cached(subject, h)  # One set at a time
     local = None  # (Gemma 3, 512 positions: 0.5 GiB of distributions each).
     counts[key] = int(len(cache.h))
     for label in variants:
       errs[label][key] = []
-      for token in chosen:  # The same row change for every token.
-        after = cache.edited_alpha(int(token), deltas[label])
-        for r, row in zip(ratios, after):
+    for token in chosen:  # The same row change for every token; every
+      after = cache.edited_alpha(int(token), every)  # variant in one product.
+      kl_rows = encoding.kl_unedited(cache.alpha, after, int(token))
+      for i, label in enumerate(variants):
+        kls[label] += list(kl_rows[i * len(ratios):(i + 1) * len(ratios)])
+        for r, row in zip(ratios, after[i * len(ratios):]):
           errs[label][key].append(encoding.scale_error(
               r, cache.alpha, row, int(token)))
-          kls[label].append(encoding.kl_unedited(cache.alpha, row,
-                                                 int(token)))
           if label == "b=2" and key == "local":
             curve.append((r, row[token] / cache.alpha[token]))
     del cache
@@ -162,49 +164,98 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
                 ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)):
   """Seed 003 §4 / Fig. 6: zero output-embedding dimensions by MLR saliency
   (alpha over every position of the Pass) and measure the KL of the mean
-  distribution on `positions` out-of-domain positions."""
+  distribution on `positions` out-of-domain positions.
+
+  Both removal orders are one column order of W read from either end
+  (saliency removes its least salient prefix, the adversarial order the
+  same columns' most salient suffix), so every ratio of both comes from
+  one forward and one backward sweep over column blocks
+  (`_mean_softmax_kept`): two products H W^T in all, not one per ratio.
+  """
   w, b = subject.head()
+  d = w.shape[1]
+  if any(not 0.0 <= r <= 1.0 for r in ratios):
+    raise ValueError(f"`ratios` must lie in [0, 1]; got {list(ratios)}.")
   slopes = encoding.mlr(-np.log(pass_.alpha), w)["slopes"]
+  order = encoding.removal_order(slopes)  # Least salient first.
+  counts = [int(round(r * d)) for r in ratios]
+  bounds = tuple(sorted({0, d} | set(counts) | {d - c for c in counts}))
   h = ood_pass.h[:positions]
-  h_j, w_j = jnp.asarray(h), jnp.asarray(w)  # Once, not per ratio.
-  b_j = None if b is None else jnp.asarray(b)
-  chunk = rows_per_step(w.shape[0])
-  mean_p = lambda keep: _mean_softmax(
-      h_j, w_j, b_j, jnp.asarray(keep, jnp.float32),
-      float(subject.cfg.logit_softcap), chunk)
-  base = np.asarray(mean_p(np.ones(w.shape[1])), np.float64)
-  out = {"ratios": list(ratios), "positions": int(len(h))}
-  for key, adversarial in (("saliency", False), ("adversarial", True)):
-    order = encoding.removal_order(slopes, adversarial)
-    kls = []
-    for ratio in ratios:
-      keep = np.ones(w.shape[1])
-      keep[order[:int(round(ratio * w.shape[1]))]] = 0.0
-      kls.append(encoding.kl(base, np.asarray(mean_p(keep), np.float64)))
-    out[key] = kls
+  cols, inside = _column_blocks(bounds)
+  w_dev, b_dev = device_head(subject)  # The Pass's copy: no new one.
+  means = np.asarray(_mean_softmax_kept(
+      jnp.asarray(h[:, order]), _blocks_of_wt(w_dev, order[cols], inside),
+      b_dev, bounds, float(subject.cfg.logit_softcap),
+      rows_per_step(w.shape[0])), np.float64)
+  last = len(bounds) - 1  # means: [kept_first, kept_from] x (last + 1).
+  base = means[1, 0] = means[0, last]  # Nothing removed (one sum order).
+  out = {"ratios": list(ratios), "positions": int(len(h)),
+         "saliency": [encoding.kl(base, means[1, bounds.index(c)])
+                      for c in counts],
+         "adversarial": [encoding.kl(base, means[0, bounds.index(d - c)])
+                         for c in counts]}
   return out, {"prune": plots.prune({subject.name: out})}
 
 
-@functools.partial(jax.jit, static_argnames=("softcap", "chunk"))
-def _mean_softmax(h_nxd, w_vxd, b_v, keep_d, softcap: float, chunk: int):
-  """Mean softmax((H * keep) W^T + b) over rows: zeroing dimensions of W
-  is zeroing them in H. Rows `chunk` at a time (lax.map)."""
+def _column_blocks(bounds):
+  """Columns of each block between consecutive bounds, zero-padded to the
+  widest: ([L, width] indices, [L, width] 0/1 inside the block)."""
+  starts, widths = np.asarray(bounds[:-1]), np.diff(bounds)
+  cols = starts[:, None] + np.arange(widths.max())[None, :]
+  inside = cols < starts[:, None] + widths[:, None]
+  return np.minimum(cols, bounds[-1] - 1), inside.astype(np.float32)
+
+
+@jax.jit
+def _blocks_of_wt(w_vxd, cols_lxk, inside_lxk):
+  """W^T's rows gathered into blocks, [L, width, V] (one fused gather: no
+  transposed copy of W)."""
+  return w_vxd.T[cols_lxk] * inside_lxk[..., None]
+
+
+@functools.partial(jax.jit, static_argnames=("bounds", "softcap", "chunk"))
+def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
+                       chunk: int):
+  """Mean over rows of softmax(H_K W_K^T + b) for the kept column sets K =
+  [0, bounds[j]) (out[0, j]) and [bounds[j], D) (out[1, j]), j = 0..L,
+  with wt_lxkxv = `_blocks_of_wt` of the blocks between consecutive bounds.
+
+  Zeroing columns of W is zeroing them in H. The logits of a kept prefix
+  (suffix) are a sum of products over the L column blocks, accumulated
+  block by block by a forward (backward) lax.scan: each block's product
+  once per sweep, one logits buffer alive. Rows `chunk` at a time.
+  """
   n = h_nxd.shape[0]
+  v = wt_lxkxv.shape[2]
   pad = -n % chunk
-  h = jnp.pad(h_nxd * keep_d[None, :], ((0, pad), (0, 0)))
+  cols, inside = _column_blocks(bounds)
+  h = jnp.pad(h_nxd, ((0, pad), (0, 0)))[:, cols] * inside[None]  # [n, L, k]
   valid = (jnp.arange(n + pad) < n).reshape(-1, chunk).astype(jnp.float32)
 
-  def one(args):
-    hc, m = args
-    z = hc @ w_vxd.T
-    if b_v is not None:
-      z = z + b_v[None, :]
-    if softcap:
-      z = softcap * jnp.tanh(z / softcap)
-    return jnp.einsum("cv,c->v", jax.nn.softmax(z, axis=-1), m)
+  def probs(z):
+    z = z if b_v is None else z + b_v[None, :]
+    return jax.nn.softmax(softcap * jnp.tanh(z / softcap) if softcap else z,
+                          axis=-1)
 
-  sums = jax.lax.map(one, (h.reshape(-1, chunk, h.shape[1]), valid))
-  return sums.sum(0) / n
+  def one(acc, args):
+    hc, m = args  # [chunk, L, width], [chunk]
+
+    def add(z, xs):
+      z = z + xs[0] @ xs[1]
+      return z, jnp.einsum("cv,c->v", probs(z), m)
+
+    zero = jnp.zeros((chunk, v), jnp.float32)
+    xs = (jnp.moveaxis(hc, 1, 0), wt_lxkxv)
+    _, kept_first = jax.lax.scan(add, zero, xs)  # [0, bounds[j + 1]).
+    _, kept_from = jax.lax.scan(add, zero, xs, reverse=True)  # [bounds[j], D).
+    return acc + jnp.stack([kept_first, kept_from]), None
+
+  sums, _ = jax.lax.scan(one, jnp.zeros((2, len(bounds) - 1, v)), (
+      h.reshape(-1, chunk, *h.shape[1:]), valid))
+  empty = probs(jnp.zeros((1, v)))  # Nothing kept: softmax of the bias.
+  empty = jnp.broadcast_to(empty[None], (2, 1, v)) * n
+  return jnp.concatenate([jnp.concatenate([empty[:1], sums[:1]], 1),
+                          jnp.concatenate([sums[1:], empty[1:]], 1)]) / n
 
 
 def frequency_probe(subject):

@@ -96,6 +96,13 @@ def _placed(subject: Subject, mesh):
   return subject._placed[1:]  # pylint: disable=protected-access
 
 
+def device_head(subject: Subject, mesh=None):
+  """The head W [V, D] and bias (or None) as float32 device arrays, the
+  copies `run` reads (placed once per subject and mesh)."""
+  _, w, b = _placed(subject, mesh or sharding.batch_mesh())
+  return w, b
+
+
 def sharded_batches(arrays, batch: int, mesh):
   """(n_real, device arrays) per batch of windows: the batch axis padded to
   a multiple of the device count and sharded over `mesh`."""
