@@ -134,6 +134,21 @@ print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
     eff = gradient.update_efficiency(h, w, b, y, [0.001, 0.01])
     self.assertLess(eff["logit_gradient"][0], eff["hidden_gradient"][0])
     self.assertLess(eff["logit_gradient"][0], eff["loss0"])
+    logits = h @ w.T + b  # Fig. 8's losses against float64.
+    np_loss = lambda l: np.mean(special.logsumexp(l, axis=1) -
+                                l[np.arange(len(y)), y])
+    self.assertAlmostEqual(eff["loss0"], np_loss(logits), places=5)
+    for i, f in enumerate([0.001, 0.01]):
+      for key, d in (("logit_gradient", g), ("hidden_gradient", g @ w @ w.T)):
+        self.assertAlmostEqual(eff[key][i], np_loss(
+            logits - f * np.linalg.norm(logits) * d / np.linalg.norm(d)),
+                               places=5, msg=key)
+    # Ties (equal |g|) in a stable argsort's order: by index.
+    x = np.abs(g).astype(np.float32)
+    x[:, 3], x[:, 11] = x[:, 4], x[:, 4]
+    np.testing.assert_array_equal(
+        gradient._descending_at(x, np.arange(30)),
+        np.argsort(-x, axis=1, kind="stable"))
 
   def test_bad_inputs(self):
     h, w, b, y = _head()

@@ -103,6 +103,18 @@ def device_head(subject: Subject, mesh=None):
   return w, b
 
 
+def head_whitener(subject: Subject, mesh=None):
+  """gradient.head_whitener of the subject's head (D x D, replicated on
+  the mesh), computed once per subject and mesh."""
+  mesh = mesh or sharding.batch_mesh()
+  key = tuple(mesh.devices.flat)
+  cache = getattr(subject, "_whitener", None)
+  if cache is None or cache[0] != key:
+    m = gradient.head_whitener(device_head(subject, mesh)[0])
+    subject._whitener = (key, jax.device_put(m, sharding.replicated(mesh)))  # pylint: disable=protected-access
+  return subject._whitener[1]  # pylint: disable=protected-access
+
+
 def sharded_batches(arrays, batch: int, mesh):
   """(n_real, device arrays) per batch of windows: the batch axis padded to
   a multiple of the device count and sharded over `mesh`."""
@@ -131,9 +143,7 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
   mesh = mesh or sharding.batch_mesh()
   params, w, b = _placed(subject, mesh)
   start = time.perf_counter()
-  whitener = jax.device_put(gradient.head_whitener(w),
-                            sharding.replicated(mesh)) \
-      if gradient_sums else None
+  whitener = head_whitener(subject, mesh) if gradient_sums else None
   basis_s = time.perf_counter() - start
   n_dev = mesh.devices.size
   per_batch = sharding.round_up(min(batch, len(x)), n_dev)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import gradient
-from train.probes import plots
+from train.probes import forward, plots
 from train.probes.forward import Pass, position_cap
 
 
@@ -35,7 +35,9 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
          "per_token_histogram": _histogram(per_token)}
   k = min(profile_tokens, n, position_cap(v, budget_bytes))
   h, y = pass_.h[:k], pass_.targets[:k]
-  prof = gradient.coefficient_profiles(h, w, b, y)
+  w, b = forward.device_head(subject)  # The Pass's copies: no new ones.
+  prof = gradient.coefficient_profiles(h, w, b, y,
+                                      m_dxd=forward.head_whitener(subject))
   counts = [c for c in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if c <= k]
   ranks = gradient.rank_vs_tokens(h, w, b, y, counts)
   eff = gradient.update_efficiency(h, w, b, y,
