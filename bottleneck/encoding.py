@@ -267,16 +267,20 @@ def scale_error(r: float, alpha_before, alpha_after, token: int) -> float:
   return float(abs(np.log(r) - np.log(r_hat)))
 
 
-def kl_unedited(alpha_before, alpha_after, token: int):
+def kl_unedited(alpha_before, alpha_after, token: int, block: int = 8):
   """KL(before || after) on the unedited tokens, each renormalised; for
-  alpha_after [R, V] (R edits of one token) an [R] array, sharing log p."""
-  after = np.asarray(alpha_after, np.float64)
+  alpha_after [R, V] (R edits of one token) an [R] array, sharing log p
+  (rows `block` at a time: O(block V) temporaries)."""
+  after = np.atleast_2d(alpha_after)
   p = np.delete(np.asarray(alpha_before, np.float64), token)
-  q = np.delete(np.atleast_2d(after), token, axis=1)
   p = p / p.sum()
-  q_log = np.log(q) - np.log(q.sum(1, keepdims=True))
-  out = (np.log(p)[None, :] - q_log) @ p  # Differences first: KL ~ 0.
-  return float(out[0]) if after.ndim == 1 else out
+  log_p = np.log(p)
+  out = np.empty(len(after))
+  for i in range(0, len(after), block):
+    q = np.delete(after[i:i + block].astype(np.float64), token, axis=1)
+    q_log = np.log(q) - np.log(q.sum(1, keepdims=True))
+    out[i:i + block] = (log_p[None, :] - q_log) @ p  # Differences first.
+  return float(out[0]) if np.ndim(alpha_after) == 1 else out
 
 
 def kl(p, q) -> float:

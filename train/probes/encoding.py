@@ -10,6 +10,7 @@ returned), and the frequency probe across a run's checkpoints
 from __future__ import annotations
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -131,17 +132,21 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   errs = {label: {} for label in variants}
   kls = {label: [] for label in variants}
   curve, counts = [], {}
-  every = np.concatenate(list(deltas.values()))  # [variants x ratios, D].
+  # Every token gets the same row changes; four variants' edits (with 15
+  # ratios: 60 rows of alpha, [60, V] float64) share one product.
+  labels = list(variants)
+  groups = [labels[i:i + 4] for i in range(0, len(labels), 4)]
   for key, h in (("local", None), ("id", ident), ("ood", ood_pass.h[:cap])):
     cache = local if h is None else _Cached(subject, h)  # One set at a time
     local = None  # (Gemma 3, 512 positions: 0.5 GiB of distributions each).
     counts[key] = int(len(cache.h))
     for label in variants:
       errs[label][key] = []
-    for token in chosen:  # The same row change for every token; every
-      after = cache.edited_alpha(int(token), every)  # variant in one product.
+    for token, group in itertools.product(chosen, groups):
+      after = cache.edited_alpha(int(token), np.concatenate(
+          [deltas[label] for label in group]))
       kl_rows = encoding.kl_unedited(cache.alpha, after, int(token))
-      for i, label in enumerate(variants):
+      for i, label in enumerate(group):
         kls[label] += list(kl_rows[i * len(ratios):(i + 1) * len(ratios)])
         for r, row in zip(ratios, after[i * len(ratios):]):
           errs[label][key].append(encoding.scale_error(
