@@ -44,14 +44,14 @@ SECTIONS = {  # In report order.
     "real_llm": real_llm.real_llm,
 }
 # Seconds per section on the 2-core CPU (quick: measured 2026-11-24 at
-# 51a3bfb, 18.5 min in all, real_llm 10.5 of it; the ETA scales them by
+# b954968, 15.7 min in all, real_llm 8.5 of it; the ETA scales them by
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 3, "figure5": 61, "prescribed": 6, "signrank": 19,
-              "figure1": 58, "figure3": 22, "natural": 51, "trained": 39,
-              "training": 38, "gradient": 62, "lowrank": 37, "spamlang": 39,
-              "encoding": 11, "appendices": 33, "real_llm": 631},
+    "quick": {"table1": 3, "figure5": 53, "prescribed": 6, "signrank": 18,
+              "figure1": 38, "figure3": 21, "natural": 36, "trained": 33,
+              "training": 39, "gradient": 62, "lowrank": 38, "spamlang": 50,
+              "encoding": 12, "appendices": 27, "real_llm": 510},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
