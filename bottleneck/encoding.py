@@ -144,6 +144,20 @@ def average_ranks(rows_kxn) -> np.ndarray:
   return out
 
 
+def _sorted_float32(rows_kxn):
+  """(argsort, order-preserving uint32 codes of the sorted values) of each
+  row of a float32 matrix, from one sort of uint64 keys: the value's code
+  (its bits, sign-flipped so that unsigned order is numeric order; -0 is
+  +0) above the index. Equal values have equal codes."""
+  bits = (rows_kxn + np.float32(0.0)).view(np.uint32)  # -0 + 0 = +0.
+  codes = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))
+  keys = codes.astype(np.uint64) << np.uint64(32) | np.arange(
+      rows_kxn.shape[1], dtype=np.uint64)[None, :]
+  keys.sort(axis=1)
+  return ((keys & np.uint64(0xFFFFFFFF)).astype(np.int64),
+          (keys >> np.uint64(32)).astype(np.uint32))
+
+
 def _abs_spearman_rows(rows_kxn, r_alpha) -> np.ndarray:
   """|Spearman r| of each row with alpha, given alpha's centred average
   ranks r_alpha, from one argsort per row and no scatter: along the sorted
@@ -152,8 +166,11 @@ def _abs_spearman_rows(rows_kxn, r_alpha) -> np.ndarray:
   order, and sum_i (R_i - (n + 1)/2)^2 needs no order at all."""
   rows = np.asarray(rows_kxn)
   k, n = rows.shape
-  order = np.argsort(rows, axis=1)
-  ordered = np.take_along_axis(rows, order, 1)
+  if rows.dtype == np.float32 and n < 1 << 32:  # One sort of uint64 keys:
+    order, ordered = _sorted_float32(rows)  # 2x faster than argsort.
+  else:
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, 1)
   pos = np.arange(n)
   first = np.empty((k, n), bool)  # A tie group starts here.
   first[:, 0] = True
@@ -208,10 +225,13 @@ def spearman_profiles(alpha_v, e_vxd, block: int = 8,
     return np.concatenate([(e[i:i + rows].astype(np.float64) - mean) @
                            vecs[:, a:b] for i in range(0, len(e), rows)])
 
+  def dims(a, b):  # float32 columns are ranked by their uint64 keys.
+    return e[:, a:b] if e.dtype == np.float32 else e[:, a:b].astype(
+        np.float64)
+
   return {"pc_abs_spearman": abs_spearman(scores, 8 * block),
           "pc_variance_ratio": var / np.sum(var),
-          "dim_abs_spearman": abs_spearman(
-              lambda a, b: e[:, a:b].astype(np.float64), 8 * block)}
+          "dim_abs_spearman": abs_spearman(dims, 8 * block)}
 
 
 def edit_weights(slopes, p_values, b: float) -> np.ndarray:

@@ -219,9 +219,12 @@ class EncodingTest(absltest.TestCase):
     np.testing.assert_array_equal(encoding.average_ranks(tied.T),
                                   stats.rankdata(tied, axis=0).T)
     tied_alpha = np.round(alpha * 3e3) / 3e3
-    for workers in (1, 3):  # Blocks of 5 columns: one block is partial.
-      prof = encoding.spearman_profiles(tied_alpha, tied, block=5,
-                                        workers=workers)
+    tied[:7, 2] = -0.0  # Equal to +0.0: one tie group.
+    # float64 columns are argsorted, float32 ones ranked by uint64 keys;
+    # blocks of 5 columns leave one partial block.
+    for workers, dtype in ((1, np.float64), (3, np.float32)):
+      prof = encoding.spearman_profiles(tied_alpha, tied.astype(dtype),
+                                        block=5, workers=workers)
       np.testing.assert_allclose(prof["dim_abs_spearman"], [abs(
           stats.spearmanr(tied[:, j], tied_alpha).statistic)
                                                            for j in range(16)],
