@@ -160,14 +160,15 @@ def _sorted_float32(rows_kxn):
 
 def _abs_spearman_rows(rows_kxn, r_alpha) -> np.ndarray:
   """|Spearman r| of each row with alpha, given alpha's centred average
-  ranks r_alpha, from one argsort per row and no scatter: along the sorted
-  order a tie group spanning positions [f, l] has average rank (f + l)/2 + 1,
-  so sum_i R_i r_alpha_i is a dot product with r_alpha gathered in that
-  order, and sum_i (R_i - (n + 1)/2)^2 needs no order at all."""
+  ranks r_alpha, from one sort per row (an argsort, or for float32 rows
+  `_sorted_float32`) and no scatter: along the sorted order a tie group
+  spanning positions [f, l] has average rank (f + l)/2 + 1, so
+  sum_i R_i r_alpha_i is a dot product with r_alpha gathered in that order,
+  and sum_i (R_i - (n + 1)/2)^2 needs no order at all."""
   rows = np.asarray(rows_kxn)
   k, n = rows.shape
-  if rows.dtype == np.float32 and n < 1 << 32:  # One sort of uint64 keys:
-    order, ordered = _sorted_float32(rows)  # 2x faster than argsort.
+  if rows.dtype == np.float32 and n < 1 << 32:  # uint64 keys: 2x faster.
+    order, ordered = _sorted_float32(rows)
   else:
     order = np.argsort(rows, axis=1)
     ordered = np.take_along_axis(rows, order, 1)
