@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from bottleneck import checks
+from bottleneck import checks, linalg
 
 
 def average_distribution(prob_chunks) -> np.ndarray:
@@ -144,31 +144,18 @@ def average_ranks(rows_kxn) -> np.ndarray:
   return out
 
 
-def _sorted_float32(rows_kxn):
-  """(argsort, order-preserving uint32 codes of the sorted values) of each
-  row of a float32 matrix, from one sort of uint64 keys: the value's code
-  (its bits, sign-flipped so that unsigned order is numeric order; -0 is
-  +0) above the index. Equal values have equal codes."""
-  bits = (rows_kxn + np.float32(0.0)).view(np.uint32)  # -0 + 0 = +0.
-  codes = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))
-  keys = codes.astype(np.uint64) << np.uint64(32) | np.arange(
-      rows_kxn.shape[1], dtype=np.uint64)[None, :]
-  keys.sort(axis=1)
-  return ((keys & np.uint64(0xFFFFFFFF)).astype(np.int64),
-          (keys >> np.uint64(32)).astype(np.uint32))
-
-
 def _abs_spearman_rows(rows_kxn, r_alpha) -> np.ndarray:
   """|Spearman r| of each row with alpha, given alpha's centred average
   ranks r_alpha, from one sort per row (an argsort, or for float32 rows
-  `_sorted_float32`) and no scatter: along the sorted order a tie group
+  `linalg.sorted_float32_keys`) and no scatter: along the sorted order a tie group
   spanning positions [f, l] has average rank (f + l)/2 + 1, so
   sum_i R_i r_alpha_i is a dot product with r_alpha gathered in that order,
   and sum_i (R_i - (n + 1)/2)^2 needs no order at all."""
   rows = np.asarray(rows_kxn)
   k, n = rows.shape
   if rows.dtype == np.float32 and n < 1 << 32:  # uint64 keys: 2x faster.
-    order, ordered = _sorted_float32(rows)
+    keys = linalg.sorted_float32_keys(rows)
+    order, ordered = (keys & linalg.KEY_COLUMN).astype(np.int64), keys >> 32
   else:
     order = np.argsort(rows, axis=1)
     ordered = np.take_along_axis(rows, order, 1)

@@ -213,16 +213,13 @@ def _with_projection(h, w, b, y, m):
 
 def _descending_at(abs_txv, ranks):
   """Per row, the indices at `ranks` of the order by decreasing value, ties
-  by increasing index (a stable argsort of -x), from one sort of uint64
-  keys: the complemented float32 bits of x >= 0 above the index (2.5x
-  faster than the stable argsort at V = 262144)."""
-  x = np.ascontiguousarray(abs_txv, np.float32)
-  if x.shape[1] >= 1 << 32 or not np.all(x >= 0):
-    raise ValueError("`abs_txv` must be >= 0 with fewer than 2^32 columns.")
-  keys = (np.uint64(0xFFFFFFFF) - x.view(np.uint32).astype(np.uint64)) << \
-      np.uint64(32) | np.arange(x.shape[1], dtype=np.uint64)[None, :]
-  keys.sort(axis=1)
-  return (keys[:, ranks] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+  by increasing index (a stable argsort of -x): `linalg.sorted_float32_keys`
+  of -x, 2.5x faster than the stable argsort at V = 262144."""
+  x = np.asarray(abs_txv, np.float32)
+  if not np.all(x >= 0):
+    raise ValueError("`abs_txv` must be >= 0.")
+  keys = linalg.sorted_float32_keys(-x)
+  return (keys[:, ranks] & linalg.KEY_COLUMN).astype(np.int64)
 
 
 def empirical_rank(g_txv, tol: float = 1e-6) -> int:
