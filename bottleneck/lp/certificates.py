@@ -83,8 +83,7 @@ def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
   if facts.source.dtype != np.float32:
     return np.flatnonzero(rest)
   u32 = float(np.finfo(np.float32).eps) / 2
-  d = facts.a.shape[1]
-  gamma32 = d * u32 / (1 - d * u32)
+  gamma32 = _gamma(facts.a.shape[1], u32)
   approx = facts.scores(x).astype(np.float64)
   err = 2.0 * (gamma32 * (1 + u32) + u32) * facts.row_norms * float(
       np.linalg.norm(x)) + 1e-30

@@ -16,9 +16,10 @@ import numpy as np
 U = np.finfo(np.float64).eps / 2  # Unit roundoff of float64.
 
 
-def gamma(n: int) -> float:
-  """gamma_n = n u / (1 - n u): the relative error bound of n roundings."""
-  return n * U / (1 - n * U)
+def gamma(n: int, u: float = U) -> float:
+  """gamma_n = n u / (1 - n u): the relative error bound of n roundings
+  (u: the unit roundoff, float64's by default)."""
+  return n * u / (1 - n * u)
 
 
 def upper(x, n: int):

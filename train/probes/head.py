@@ -15,7 +15,8 @@ import numpy as np
 from bottleneck import head_stats
 from train.models import generate
 from train.probes import plots
-from train.probes.forward import Pass, position_cap, probabilities
+from train.probes.forward import (Pass, device_head, position_cap,
+                                  probabilities)
 
 
 def continuation(subject, prompt: str, new_tokens: int) -> str:
@@ -43,7 +44,7 @@ def sanity_probe(subject, pass_: Pass, prompt: str = "The capital of France "
 def _sub_probabilities(subject, pass_: Pass, positions: int,
                        budget_bytes: int):
   """P [k, V] of the first k positions (k capped by memory) and k."""
-  w, b = subject.head()
+  w, b = device_head(subject)  # The Pass's copy of W: no new one.
   k = min(positions, pass_.tokens, position_cap(w.shape[0], budget_bytes))
   return probabilities(pass_.h[:k], w, b, subject.cfg.logit_softcap), k
 
