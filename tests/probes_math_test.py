@@ -81,6 +81,46 @@ class GradientTest(parameterized.TestCase):
         got["nll"][0], -np.log(p[np.arange(len(y)), y]), rtol=1e-4)
     np.testing.assert_allclose(got["alpha"], p.sum(0), rtol=1e-4, atol=1e-6)
 
+  @parameterized.parameters((0.0, 16), (2.0, 16), (0.0, 7), (3.0, 4096))
+  def test_blocked_pass_per_position_vs_float64(self, cap, block):
+    # The one read of W in blocks (online softmax; 70 rows = 4 blocks of 16
+    # + a tail of 6, or 10 of 7, or one block), every per-position output
+    # against float64. Uncapped, half the positions are confident (median
+    # p_y 0.97: |g|^2 must not come from 1 - 2 p_y + sum p^2); cos is
+    # compared where float32 resolves 1 - p_y (> 1e-3). (Capped, such
+    # logits would saturate the cap and tie in float32.)
+    h, w, b, y = _head(96, 70, 8, seed=11)
+    if not cap:
+      h[::2] *= 5.0
+      y[::2] = (h[::2] @ w.T + b).argmax(1)
+    z = h @ w.T + b
+    zc = cap * np.tanh(z / cap) if cap else z
+    p = special.softmax(zc, axis=1)
+    g = p.copy()
+    g[np.arange(len(y)), y] -= 1.0
+    if cap:
+      g *= 1.0 - np.tanh(z / cap) ** 2
+    total = np.sum(g**2, axis=1)
+    cos = np.linalg.norm(g @ linalg.orth(w), axis=1) / np.sqrt(total)
+    if not cap:
+      self.assertGreater(np.median(p[np.arange(0, 96, 2), y[::2]]), 0.95)
+    f32 = lambda a: np.asarray(a, np.float32)
+    got = gradient.head_statistics(
+        f32(h).reshape(2, 48, 8), np.asarray(y, np.int32).reshape(2, 48),
+        f32(w), f32(b), gradient.head_whitener(w), 16, softcap=cap,
+        vocab_block=block)
+    p_y = p[np.arange(len(y)), y]
+    np.testing.assert_allclose(got["nll"].ravel(), -np.log(p_y), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_array_equal(got["top1"].ravel(), zc.argmax(1) == y)
+    resolved = 1.0 - p_y > 1e-3
+    self.assertGreater(resolved.sum(), 60)
+    np.testing.assert_allclose(got["cos"].ravel()[resolved], cos[resolved],
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(got["grad_sq"], total.sum(), rtol=1e-4)
+    np.testing.assert_allclose(got["cos_sum"], np.sum(got["cos"]), rtol=1e-5)
+    np.testing.assert_allclose(got["alpha"], p.sum(0), rtol=1e-4, atol=1e-6)
+
   def test_chunking_and_jit_do_not_change_the_sums(self):
     h, w, b, y = _head(257, 50, 6)
     a = gradient.destroyed_fraction(h, w, b, y, chunk=7)
