@@ -342,34 +342,41 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
            seed: int = 0, eps: float = 0.05, delta: float = 0.1,
            targets=None, subsets=None, **solve_kwargs) -> dict:
   """Figure 1: `sweep` for several problems, solved as one stream (one
-  compile, one progress line whose ETA covers all of them).
+  `admm.prepare` of A, one compile, one progress line whose ETA covers all
+  of them).
 
-  Every problem draws from its own `default_rng(seed)`, so each curve is
-  the one `sweep(..., problem, seed)` gives. Returns {problem: records}.
+  m_values: one list for every problem, or {problem: list} (then
+  `problems` is its keys). Every problem draws from its own
+  `default_rng(seed)`, so each curve is the one `sweep(..., problem, seed)`
+  gives. Returns {problem: records}.
   """
   eps, delta = prescribed.check_eps_delta(eps, delta)
+  if isinstance(m_values, dict):
+    problems = tuple(m_values)
   if isinstance(problems, str) or not problems:
     raise ValueError(f"`problems` must be a non-empty list of {PROBLEMS}; "
                      f"got {problems!r}.")
   for problem in problems:
     checks.one_of("problem", problem, PROBLEMS)
+  m_of = {p: list(m_values[p] if isinstance(m_values, dict) else m_values)
+          for p in dict.fromkeys(problems)}
   a = np.asarray(a)
   _check_memory(checks.positive_int("trials", trials),
-                list(m_values) * len(problems))
+                [m for ms in m_of.values() for m in ms])
   per_problem = {}
-  for problem in dict.fromkeys(problems):
+  for problem, ms in m_of.items():
     rng = np.random.default_rng(seed)
     per_problem[problem] = [make_instances(a.shape[0], m, trials, problem,
                                            rng, eps, delta, targets, subsets)
-                            for m in m_values]
+                            for m in ms]
   flat = solve(a, [it for groups in per_problem.values() for group in groups
                    for it in group], delta=delta, **solve_kwargs)
   out, start = {}, 0
-  for problem in per_problem:
+  for problem, ms in m_of.items():
     chunks = [flat[start + i * trials:start + (i + 1) * trials]
-              for i in range(len(m_values))]
-    start += trials * len(m_values)
-    out[problem] = summarize(m_values, chunks, problem)
+              for i in range(len(ms))]
+    start += trials * len(ms)
+    out[problem] = summarize(ms, chunks, problem)
   return out
 
 

@@ -131,6 +131,20 @@ class AgreementTest(parameterized.TestCase):
                          [t["verdict"] for t in want])
     with self.assertRaisesRegex(ValueError, "`problems`"):
       topm.sweeps(a, [3], 2, "logits")
+    # m values per problem: each problem keeps its own m list and curve.
+    mixed = topm.sweeps(a, {"probs": [6], "logits": [3, 6]}, 4, seed=2,
+                        batch=4)
+    self.assertEqual(list(mixed), ["probs", "logits"])
+    self.assertEqual([r["m"] for r in mixed["logits"]], [3, 6])
+    detail = lambda recs, key: [[t[key] for t in r["trials_detail"]]
+                                for r in recs]
+    for key in ("subset", "verdict"):
+      self.assertEqual(detail(mixed["logits"], key),
+                       detail(both["logits"], key))
+      want = topm.solve(a, topm.make_instances(
+          300, 6, 4, "probs", np.random.default_rng(2)), batch=4)
+      self.assertEqual(detail(mixed["probs"], key)[0],
+                       [t[key] for t in want])
 
   def test_borderline_thresholds_are_never_wrong(self):
     a = _matrix(800, 32, 7)

@@ -120,14 +120,9 @@ def probe_model(spec: str, s: Settings, progress=None) -> dict:
   del subject, own, ood  # The LPs need only W: free the model first (Gemma
   cli.release_memory()  # 3: peak RSS 5.9 GB with it held, the LP 2.7 GB).
   if s.lp_trials:
-    with timed("figure1 LP"):
-      out["figure1"] = figure1(w, s, say)
-    with timed("appendix D LP"):
-      out["appendix_d"] = topm.sweep(
-          w, cli.parse_int_list("natural_m", s.natural_m), s.lp_trials,
-          "natural", s.seed, targets=targets, batch=s.lp_batch,
-          settings=admm.Settings(max_iters=s.lp_max_iters),
-          progress="appendix D: LP instances")
+    with timed("figure1 + appendix D LP"):
+      out["figure1"] = figure1(w, s, say, natural_targets=targets)
+      out["appendix_d"] = out["figure1"].pop("natural")
     shape = w.shape
     del w  # Its Gaussian twin is drawn once the head is freed (Gemma 3:
     cli.release_memory()  # both held: 3.8 GiB peak, one: 2.5 GiB).
@@ -147,28 +142,39 @@ def _numbers(result) -> dict:
   return numbers
 
 
-def figure1(w_or_shape, s: Settings, say=lambda msg: None) -> dict:
+def figure1(w_or_shape, s: Settings, say=lambda msg: None,
+            natural_targets=None) -> dict:
   """Seed 001 Figure 1 on a trained head: the fraction of random m-subsets
   the 'logits' LP certifies selectable, on W (given the head) or on a
   Gaussian matrix of W's shape (given the shape); the closed-form bound of
-  that shape is drawn later."""
+  that shape is drawn later. With `natural_targets` (rows of next-token
+  distributions), App. D's 'natural' LPs at `s.natural_m` join the same
+  stream (one preparation of W, one compile), returned under "natural"."""
   m_values = cli.parse_int_list("lp_m", s.lp_m)
   settings = admm.Settings(max_iters=s.lp_max_iters)
   label = "gaussian" if isinstance(w_or_shape, tuple) else "trained"
   start = time.perf_counter()
   a = (matrices.random(*w_or_shape, s.seed) if label == "gaussian" else
        w_or_shape)
-  out = {"shape": list(a.shape), "m": m_values, "trials": s.lp_trials}
-  out[label] = [{k: v for k, v in r.items() if k != "trials_detail"}
-                for r in topm.sweep(a, m_values, s.lp_trials, "logits",
-                                    s.seed, batch=s.lp_batch,
-                                    settings=settings, progress=(
-                                        f"figure 1, {label} {a.shape[0]}x"
-                                        f"{a.shape[1]}: LP instances"))]
+  problems = {"logits": m_values}
+  if natural_targets is not None:
+    problems["natural"] = cli.parse_int_list("natural_m", s.natural_m)
+  n = s.lp_trials * sum(len(v) for v in problems.values())
+  records = topm.sweeps(a, problems, s.lp_trials, seed=s.seed,
+                        targets=natural_targets, batch=s.lp_batch,
+                        settings=settings, progress=(
+                            f"figure 1{' + App. D' if len(problems) > 1 else ''}"
+                            f", {label} {a.shape[0]}x{a.shape[1]}: LP "
+                            "instances"))
+  out = {"shape": list(a.shape), "m": m_values, "trials": s.lp_trials,
+         label: [{k: v for k, v in r.items() if k != "trials_detail"}
+                 for r in records["logits"]]}
+  if "natural" in records:
+    out["natural"] = records["natural"]
   out[f"{label}_seconds"] = time.perf_counter() - start
+  out[f"{label}_instances"] = n
   say(f"figure 1 LP on the {label} {a.shape[0]}x{a.shape[1]} matrix: "
-      f"{len(m_values) * s.lp_trials} instances in "
-      f"{out[f'{label}_seconds']:.0f}s")
+      f"{n} instances in {out[f'{label}_seconds']:.0f}s")
   return out
 
 
