@@ -15,6 +15,7 @@ import dataclasses
 import json
 import math
 import os
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -22,7 +23,7 @@ import gguf
 import numpy as np
 from safetensors.numpy import save_file
 
-from train.models import loaders, registry
+from train.models import layers, loaders, registry
 
 V, D, F = 300, 32, 48
 IDS = np.array([5, 17, 3, 96, 0, 44, 8, 250, 12, 7, 33, 61, 2, 9])  # > window
@@ -301,6 +302,17 @@ class FamiliesTest(parameterized.TestCase):
     np.testing.assert_allclose(forward(params, cfg, IDS),
                                reference(ARCHS[arch], w, IDS), rtol=2e-4,
                                atol=2e-4)
+
+  @parameterized.parameters("llama", "mistral", "gemma2", "gemma3")
+  def test_query_blocks_match_reference(self, arch):
+    # Queries 4 at a time (14 tokens: 3 blocks + 2): each block reads only
+    # the keys it may see, across block edges and sliding windows of 5.
+    w = weights(arch)
+    params, cfg = self._hf(arch, w)
+    with mock.patch.object(layers, "QUERY_BLOCK", 4):
+      got = forward(params, cfg, IDS)
+    np.testing.assert_allclose(got, reference(ARCHS[arch], w, IDS),
+                               rtol=2e-4, atol=2e-4)
 
   @parameterized.parameters("llama", "qwen2", "qwen3", "gemma2", "gemma3")
   def test_gguf_matches_reference(self, arch):

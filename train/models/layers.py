@@ -55,29 +55,47 @@ def rope(x_bthd, theta: float, divisors=(), rotary_dim: int | None = None):
   return out.astype(x_bthd.dtype)
 
 
-def causal_mask(t: int, window: int | None = None):
-  """[T, T] bool: query i may attend key j (j <= i, and i - j < window)."""
-  i = jnp.arange(t)[:, None]
-  j = jnp.arange(t)[None, :]
+def causal_mask(t: int, window: int | None = None, start: int = 0,
+                keys: tuple[int, int] | None = None):
+  """[T, T] bool: query i may attend key j (j <= i, and i - j < window);
+  for queries start..start+t-1 and keys keys[0]..keys[1]-1 when given."""
+  lo, hi = keys or (0, t)
+  i = jnp.arange(start, start + t)[:, None]
+  j = jnp.arange(lo, hi)[None, :]
   allowed = j <= i
   return allowed & (i - j < window) if window else allowed
+
+
+QUERY_BLOCK = 256  # Queries per block of `attention` (see there).
 
 
 def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
               window: int | None = None, softcap: float | None = None):
   """Causal attention; query head h reads KV head h // (H / K) (HF's
-  repeat_kv order). q [B, T, H, hd], k / v [B, T, K, hd] -> [B, T, H * hd]."""
+  repeat_kv order). q [B, T, H, hd], k / v [B, T, K, hd] -> [B, T, H * hd].
+
+  Queries go QUERY_BLOCK at a time against only the keys they may see
+  (up to the block's last query; from its first query's window start), so
+  a 1024-token window computes 10/16 of the causal score matrix, fewer with
+  a sliding window (SmolLM2, 4 x 1024 tokens: 13.5 -> 8.8 s on 2 cores);
+  each block's softmax is exact (it holds every key its queries see)."""
   b, t, h, d = q_bthd.shape
   kv = k_btkd.shape[2]
   q = q_bthd.reshape(b, t, kv, h // kv, d)
-  scores = jnp.einsum("btkgd,bskd->bkgts", q, k_btkd).astype(jnp.float32)
-  scores = scores * scale
-  if softcap:
-    scores = softcap * jnp.tanh(scores / softcap)
-  scores = jnp.where(causal_mask(t, window)[None, None, None], scores,
-                     -jnp.inf)  # The diagonal is always allowed: no NaN.
-  probs = jax.nn.softmax(scores, axis=-1).astype(v_btkd.dtype)
-  y = jnp.einsum("bkgts,bskd->btkgd", probs, v_btkd)
+  out = []
+  for start in range(0, t, QUERY_BLOCK):
+    end = min(t, start + QUERY_BLOCK)
+    lo = max(0, start - window + 1) if window else 0
+    scores = jnp.einsum("btkgd,bskd->bkgts", q[:, start:end],
+                        k_btkd[:, lo:end]).astype(jnp.float32) * scale
+    if softcap:
+      scores = softcap * jnp.tanh(scores / softcap)
+    scores = jnp.where(
+        causal_mask(end - start, window, start, (lo, end))[None, None, None],
+        scores, -jnp.inf)  # The diagonal is always allowed: no NaN.
+    probs = jax.nn.softmax(scores, axis=-1).astype(v_btkd.dtype)
+    out.append(jnp.einsum("bkgts,bskd->btkgd", probs, v_btkd[:, lo:end]))
+  y = out[0] if len(out) == 1 else jnp.concatenate(out, axis=1)
   return y.reshape(b, t, h * v_btkd.shape[-1])
 
 
