@@ -108,5 +108,76 @@ class MatricesTest(absltest.TestCase):
       matrices.load("safetensors:" + self._path("odd.safetensors"))
 
 
+
+class GGUFReaderTest(absltest.TestCase):
+  """bottleneck.io.gguf_file.Reader against the gguf package's own reader on
+  a file holding every metadata value type and float / quantised tensors."""
+
+  def _write(self, path):
+    import gguf  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(0)
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_uint8("k.u8", 200)
+    writer.add_int8("k.i8", -3)
+    writer.add_uint16("k.u16", 60000)
+    writer.add_int16("k.i16", -300)
+    writer.add_uint32("k.u32", 4_000_000_000)
+    writer.add_int32("k.i32", -70000)
+    writer.add_float32("k.f32", 0.1)
+    writer.add_bool("k.bool", True)
+    writer.add_uint64("k.u64", 2**60)
+    writer.add_int64("k.i64", -2**60)
+    writer.add_float64("k.f64", 1 / 3)
+    writer.add_string("k.str", "héllo ▁wörld")
+    writer.add_array("k.strs", ["a", "", "▁b", "<0x0A>"] * 50)
+    writer.add_array("k.ints", list(range(-5, 300)))
+    writer.add_array("k.floats", [0.5, -1.25, 3.0])
+    writer.add_array("k.bools", [True, False, True])
+    writer.add_array("k.nested", [[1, 2], [3]])
+    writer.add_tensor("f32", rng.standard_normal((3, 5, 8)).astype(
+        np.float32))
+    writer.add_tensor("f16", rng.standard_normal((4, 6)).astype(np.float16))
+    writer.add_tensor("q8", gguf.quants.quantize(
+        rng.standard_normal((6, 64)).astype(np.float32),
+        gguf.GGMLQuantizationType.Q8_0),
+                      raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+  def test_same_fields_and_tensors_as_the_gguf_package(self):
+    import gguf  # pylint: disable=g-import-not-at-top
+    from bottleneck.io import gguf_file  # pylint: disable=g-import-not-at-top
+    path = os.path.join(self.create_tempdir().full_path, "m.gguf")
+    self._write(path)
+    ours, ref = gguf_file.reader(path), gguf.GGUFReader(path)
+    keys = [k for k in ref.fields if not k.startswith("GGUF.")]
+    self.assertEqual(list(ours.fields), keys)
+    for k in keys:
+      self.assertEqual(ours.fields[k].contents(), ref.fields[k].contents(), k)
+    self.assertEqual(ours.fields["k.strs"].contents()[2], "▁b")
+    self.assertEqual([t.name for t in ours.tensors],
+                     [t.name for t in ref.tensors])
+    for a, b in zip(ours.tensors, ref.tensors):
+      self.assertEqual(a.tensor_type, b.tensor_type)
+      np.testing.assert_array_equal(a.shape, b.shape)
+      self.assertEqual((a.data.shape, a.data.dtype), (b.data.shape,
+                                                      b.data.dtype))
+      np.testing.assert_array_equal(a.data, b.data)
+      np.testing.assert_array_equal(gguf_file.tensor(a, path),
+                                    gguf_file.tensor(b, path))
+
+  def test_truncated_file_is_a_clear_error(self):
+    from bottleneck.io import gguf_file  # pylint: disable=g-import-not-at-top
+    path = os.path.join(self.create_tempdir().full_path, "m.gguf")
+    self._write(path)
+    with open(path, "rb") as f:
+      head = f.read(300)
+    with open(path, "wb") as f:
+      f.write(head)
+    with self.assertRaisesRegex(ValueError, "not a readable GGUF file"):
+      gguf_file.reader(path)
+
 if __name__ == "__main__":
   absltest.main()
