@@ -291,13 +291,12 @@ def _with_projection(h, w, b, y, m):
 
 def _descending_at(abs_txv, ranks):
   """Per row, the indices at `ranks` of the order by decreasing value, ties
-  by increasing index (a stable argsort of -x): `linalg.sorted_float32_keys`
-  of -x, 2.5x faster than the stable argsort at V = 262144."""
+  by increasing index (a stable argsort of -x: `linalg.stable_argsort_rows`,
+  a radix sort)."""
   x = np.asarray(abs_txv, np.float32)
   if not np.all(x >= 0):
     raise ValueError("`abs_txv` must be >= 0.")
-  keys = linalg.sorted_float32_keys(-x)
-  return (keys[:, ranks] & linalg.KEY_COLUMN).astype(np.int64)
+  return linalg.stable_argsort_rows(-x)[0][:, ranks].astype(np.int64)
 
 
 def empirical_rank(g_txv, tol: float = 1e-6) -> int:

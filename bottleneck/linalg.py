@@ -114,23 +114,57 @@ def gram64(a_nxd, block: int | None = None) -> np.ndarray:
   return gram
 
 
-KEY_COLUMN = np.uint64(0xFFFFFFFF)  # `sorted_float32_keys`' low 32 bits.
+def order_codes(x_kxn) -> np.ndarray:
+  """Unsigned integer codes of a float32 / float64 array whose order is the
+  values' numeric order (the bits, sign-flipped; -0 counts as +0): equal
+  codes for equal values."""
+  x = np.asarray(x_kxn)
+  if x.dtype not in (np.float32, np.float64):
+    raise ValueError(f"`x` must be float32 or float64; got {x.dtype}.")
+  uint = np.uint32 if x.dtype == np.float32 else np.uint64
+  bits = (x + x.dtype.type(0.0)).view(uint)  # -0 + 0 = +0.
+  top = uint(1) << uint(8 * x.itemsize - 1)
+  return np.where(bits & top, ~bits, bits | top)
 
 
-def sorted_float32_keys(x_kxn) -> np.ndarray:
-  """Each row of a float32 matrix sorted, as uint64 keys: the value's
-  order-preserving code (its bits, sign-flipped so that unsigned order is
-  numeric order; -0 counts as +0) above its column. One np.sort gives a
-  stable argsort's order (ties by column: `keys & KEY_COLUMN`) and equal
-  codes for equal values (`keys >> 32`), about 2x faster than np.argsort
-  (2.5x than a stable one) at 262144 columns."""
-  x = np.ascontiguousarray(x_kxn, np.float32)
-  if x.ndim != 2 or x.shape[1] >= 1 << 32:
-    raise ValueError(f"`x` must be 2-D with fewer than 2^32 columns; got "
-                     f"shape {x.shape}.")
-  bits = (x + np.float32(0.0)).view(np.uint32)  # -0 + 0 = +0.
-  codes = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))
-  keys = codes.astype(np.uint64) << np.uint64(32) | np.arange(
-      x.shape[1], dtype=np.uint64)[None, :]
-  keys.sort(axis=1)
-  return keys
+def stable_argsort_rows(x_kxn) -> tuple[np.ndarray, np.ndarray]:
+  """Each row's stable argsort (ties by increasing column) of a float32 or
+  float64 matrix, and its `order_codes` in that order. An LSD radix sort of
+  the float32 codes, 16 bits a pass through numpy's radix sort of uint16
+  keys (np.argsort kind='stable'); float64 rows are sorted by their float32
+  roundings (monotone), then the runs of equal roundings by the float64
+  values. At 262144 columns: float32 rows 2x faster than np.sort of
+  (value, column) uint64 keys, float64 rows 3x faster than np.argsort."""
+  x = np.asarray(x_kxn)
+  if x.ndim != 2:
+    raise ValueError(f"`x` must be 2-D; got shape {x.shape}.")
+  codes = order_codes(x)
+  coarse = codes if x.dtype == np.float32 else order_codes(
+      x.astype(np.float32))
+  order = np.empty(x.shape, np.intp)
+  ordered = np.empty_like(codes)
+  for i, row in enumerate(coarse):  # Row by row: 3x faster than 2-D takes.
+    perm = np.argsort(row.astype(np.uint16), kind="stable")
+    perm = perm[np.argsort((row[perm] >> 16).astype(np.uint16),
+                           kind="stable")]
+    if coarse is not codes:
+      perm = _refine_runs(perm, row[perm], codes[i])
+    order[i], ordered[i] = perm, codes[i][perm]
+  return order, ordered
+
+
+def _refine_runs(perm, coarse_sorted, fine):
+  """`perm` sorted by coarse codes, with each run of equal coarse codes
+  re-sorted by the fine codes (ties by column)."""
+  same = coarse_sorted[1:] == coarse_sorted[:-1]
+  if not same.any():
+    return perm
+  members = np.zeros(len(perm), bool)
+  members[:-1] |= same
+  members[1:] |= same
+  at = np.flatnonzero(members)
+  run = np.cumsum(np.concatenate([[True], ~same]))[at]
+  cols = perm[at]
+  perm = perm.copy()
+  perm[at] = cols[np.lexsort((cols, fine[cols], run))]
+  return perm

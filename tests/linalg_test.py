@@ -64,5 +64,24 @@ class LinalgTest(parameterized.TestCase):
     self.assertNotIn("custom_call", hlo)
 
 
+  @parameterized.parameters(np.float32, np.float64)
+  def test_radix_argsort_is_the_stable_argsort(self, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3000)).astype(dtype)
+    x[:, ::7] = x[:, 3::7]  # Ties.
+    x[:, 1::7] = np.nextafter(x[:, 3::7], dtype(9))  # Equal float32 roundings.
+    x[:, 2::11] = 0.0
+    x[:, 5::13] = -0.0  # Counts as +0.
+    x[0, :3] = [np.inf, -np.inf, 1e300 if dtype == np.float64 else 3e38]
+    x[1] *= 1e-40  # Subnormal in float32.
+    order, codes = linalg.stable_argsort_rows(x)
+    np.testing.assert_array_equal(order, np.argsort(x, 1, kind="stable"))
+    np.testing.assert_array_equal(
+        codes, linalg.order_codes(np.take_along_axis(x, order, 1)))
+    ordered = np.take_along_axis(x, order, 1)
+    np.testing.assert_array_equal(codes[:, 1:] == codes[:, :-1],
+                                  ordered[:, 1:] == ordered[:, :-1])
+
+
 if __name__ == "__main__":
   absltest.main()
