@@ -11,9 +11,9 @@ t_m < 1; `fraction` is its Monte-Carlo frequency. One matrix per trial serves
 every m (nested subsets), which makes a whole m-sweep cost one matrix.
 
 Methods:
-  matrix     materialises A in blocks of `ROW_BLOCK` rows (block b drawn from
-             fold_in(key_A, b)), so GPT-2 size (50257 x 768) needs only one
-             block per trial in memory.
+  matrix     materialises A in blocks of `ROW_BLOCK` rows (row tile t of
+             `TILE_ROWS` rows drawn from fold_in(key_A, t)), so GPT-2 size
+             (50257 x 768) needs only one block per trial in memory.
   projected  draws the other logits from their exact joint law given A_S:
              with Q an orthonormal basis of the row space of A_S and
              x_m = Q y_m, a . x_m = (Q^T a) . y_m and Q^T a ~ N(0, I_{m_max})
@@ -38,7 +38,8 @@ import numpy as np
 from bottleneck import bounds, checks, linalg, sharding
 from bottleneck.io import cli
 
-ROW_BLOCK = 4096  # Max rows of A per random-number call (fixes the stream).
+ROW_BLOCK = 4096  # Max rows of A per block of the `matrix` method.
+TILE_ROWS = 64  # Rows of A per random-number call (fixes the stream).
 METHODS = ("matrix", "projected")
 
 
@@ -58,8 +59,16 @@ def _block_rows(N: int) -> int:
 
 
 def _block(key_a, b, rows, d):
-  """Rows [b * rows, (b + 1) * rows) of the trial's matrix."""
-  return jax.random.normal(jax.random.fold_in(key_a, b), (rows, d))
+  """Rows [b * rows, (b + 1) * rows) of the trial's matrix: tiles of
+  `TILE_ROWS` rows, tile t drawn from fold_in(key_A, t), so that any
+  prefix of rows costs only its own tiles (`projected` draws the m_max rows
+  of A_S alone: at 50257 x 768, m <= 36, a 64-row tile instead of a
+  4096-row block, 60x fewer normals, Figure 5's 800 trials 46 -> 16 s)."""
+  tiles = -(-rows // TILE_ROWS)
+  first = b * tiles
+  draw = lambda t: jax.random.normal(jax.random.fold_in(key_a, t),
+                                     (TILE_ROWS, d))
+  return jax.vmap(draw)(first + jnp.arange(tiles)).reshape(-1, d)[:rows]
 
 
 def rowspace_coefficients(a_s_mxd, m_values):
@@ -92,8 +101,11 @@ def trial(key, *, N: int, d: int, m_values: tuple[int, ...], method: str):
   m_max = max(m_values)
   key_a = jax.random.fold_in(key, 0)
   rows = _block_rows(N)
-  block0 = _block(key_a, 0, rows, d)
-  a_s = block0[:m_max]
+  if method == "matrix":
+    block0 = _block(key_a, 0, rows, d)
+    a_s = block0[:m_max]
+  else:  # The same rows of A_S, from their own tiles only.
+    a_s = _block(key_a, 0, m_max, d)
   y, w = rowspace_coefficients(a_s, m_arr)
   x_dxm = a_s.T @ w
   x_sq_norm = jnp.sum(y * y, axis=0)
