@@ -150,18 +150,19 @@ def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   updates): besides A itself, one N x d array of `dtype` is allocated."""
   a = np.asarray(a_nxd)
   rows = linalg.host_rows(a.shape[1])  # Per float64 block.
-  blocks = range(0, a.shape[0], rows)
-  block = lambda i: a[i:i + rows].astype(np.float64)
   gram = linalg.gram64(a, rows)
   scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
   lam, v = np.linalg.eigh(gram / scale**2)
   colsum = np.zeros(a.shape[1])
-  v_scaled = v / scale
+  # The rotation in the iterations' dtype, in which it is stored (at 262144
+  # x 640 prepare took 6.3 s with float64 products rounded to float32, 3.3
+  # with float32 ones); the colsum is the stored rows' own.
+  v_scaled = (v / scale).astype(dtype)
   a_rot = jnp.zeros(a.shape, dtype)
-  for start in blocks:
-    rotated = block(start) @ v_scaled
-    a_rot = _write_rows(a_rot, jnp.asarray(rotated, dtype), start)
-    colsum += rotated.sum(axis=0)
+  for start in range(0, a.shape[0], rows):
+    rotated = np.asarray(a[start:start + rows], dtype) @ v_scaled
+    a_rot = _write_rows(a_rot, jnp.asarray(rotated), start)
+    colsum += rotated.sum(axis=0, dtype=np.float64)
   return (Shared(a_rot, jnp.asarray(lam, dtype), jnp.asarray(colsum, dtype)),
           Basis(v, scale))
 
