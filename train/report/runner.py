@@ -48,10 +48,10 @@ SECTIONS = {  # In report order.
 # how fast this run has been so far). Paper scale: rough, for a GPU.
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 3, "figure5": 58, "prescribed": 5, "signrank": 17,
+    "quick": {"table1": 3, "figure5": 39, "prescribed": 5, "signrank": 17,
               "figure1": 35, "figure3": 21, "natural": 30, "trained": 34,
               "training": 40, "gradient": 75, "lowrank": 39, "spamlang": 42,
-              "encoding": 11, "appendices": 25, "real_llm": 440},
+              "encoding": 11, "appendices": 25, "real_llm": 430},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 HEARTBEAT_S = 10.0
