@@ -5,10 +5,13 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
 from absl.testing import absltest
 
 from configs import report as report_config
 from train.report import runner
+from train.report import section as section_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_HALF = ("table1", "figure5", "prescribed", "signrank", "figure1",
@@ -70,7 +73,15 @@ class ReportTest(absltest.TestCase):
       specs.append(f"gguf:{path}")
     config = report_config.get_config("tiny")
     config.real_llm.models = tuple(specs)
-    saved = runner.run(config, outdir, list(REAL_LLM))
+    fractions = []  # The section's own progress, as the ETA sees it.
+    section_lib._progress_sink.append(fractions.append)
+    try:
+      saved = runner.run(config, outdir, list(REAL_LLM))
+    finally:
+      section_lib._progress_sink.remove(fractions.append)
+    self.assertEqual(fractions, sorted(fractions))
+    self.assertIn(0.5, np.round(fractions, 9))  # One of two (equal) models.
+    self.assertAlmostEqual(fractions[-1], 1.0)
     models = saved["sections"]["real_llm"]["models"]
     self.assertEqual(list(models), ["tiny_llama", "tiny_gemma3"])
     for numbers in models.values():
@@ -132,6 +143,24 @@ class ReportTest(absltest.TestCase):
     full = runner.ESTIMATE_S["quick"]["figure5"]
     self.assertBetween(left, 0.8 * full, full)
     self.assertIn("[report 2/2 figure5]", eta.line())
+
+  def test_eta_follows_a_section_that_reports_its_progress(self):
+    eta = runner.Eta(["real_llm"], "quick")
+    eta.begin("real_llm")
+    eta.current_start -= 100.0  # 100 s into a section estimated at 430 s.
+    est = runner.ESTIMATE_S["quick"]["real_llm"]
+    self.assertBetween(eta.remaining(), est - 101, est - 99)
+    section_lib._progress_sink.append(eta.section_progress)
+    try:
+      section_lib.progress(0.5)  # Twice the estimated pace.
+    finally:
+      section_lib._progress_sink.remove(eta.section_progress)
+    self.assertBetween(eta.remaining(), 0.5 * (0.5 * est + 99),
+                       0.5 * (0.5 * est + 101))
+    section_lib.progress(0.9)  # No sink: nobody listens, nothing changes.
+    self.assertEqual(eta.fraction, 0.5)
+    eta.end(200.0)
+    self.assertEqual(eta.remaining(), 0.0)  # Written: nothing left.
 
   def test_unknown_section_and_scale(self):
     with self.assertRaisesRegex(ValueError, "`sections`"):

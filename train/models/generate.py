@@ -44,11 +44,19 @@ def decode(params, model, buffer_bt, lengths_b, key, max_new: int,
 
   def step(i, carry):
     buf, lengths = carry
-    logits = model.apply(params, buf)[rows, lengths - 1]
-    filtered = _filter_logits(logits, temperature, top_k, top_p)
-    sampled = jax.random.categorical(jax.random.fold_in(key, i), filtered)
-    token = jnp.where(temperature > 0, sampled, jnp.argmax(logits, axis=-1))
-    return buf.at[rows, lengths].set(token), lengths + 1
+    # The head on each row's last position only, and the filters (two sorts
+    # of V) only when sampling: Gemma 3's 16 greedy tokens 5.9 -> 1.2 s.
+    h_bd = model.apply(params, buf, method=type(model).hidden)[
+        rows, lengths - 1]
+    logits = model.apply(params, h_bd, method=type(model).head)
+
+    def sample():
+      filtered = _filter_logits(logits, temperature, top_k, top_p)
+      return jax.random.categorical(jax.random.fold_in(key, i), filtered)
+
+    token = jax.lax.cond(temperature > 0, sample,
+                         lambda: jnp.argmax(logits, axis=-1))
+    return buf.at[rows, lengths].set(token.astype(buf.dtype)), lengths + 1
 
   return jax.lax.fori_loop(0, max_new, step, (buffer_bt, lengths_b))
 

@@ -76,9 +76,28 @@ class Settings:
   seed: int = 0
 
 
-def probe_model(spec: str, s: Settings, progress=None) -> dict:
-  """Every probe on one model (the numbers; figures are drawn later)."""
+# Each phase's share of one model's probe time (quick report, 2026-11-24,
+# mostly Gemma 3's), in order: `fraction` callbacks report progress by it.
+PHASE_SHARE = {"load": 0.02, "forward": 0.45, "sanity": 0.03, "gradient": 0.03,
+               "encoding": 0.07, "edit": 0.07, "prune": 0.03,
+               "cumulative": 0.02, "rowstats": 0.02,
+               "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
+# Probe time relative to SmolLM2-135M's (same report: 99 s and 318 s);
+# other specs count as the mean.
+MODEL_COST = {"smollm2": 1.0, "gemma3": 3.2}
+
+
+def _share_before(phase: str) -> float:
+  names = list(PHASE_SHARE)
+  return sum(PHASE_SHARE[n] for n in names[:names.index(phase)])
+
+
+def probe_model(spec: str, s: Settings, progress=None,
+                fraction=None) -> dict:
+  """Every probe on one model (the numbers; figures are drawn later).
+  `fraction`: called with the share of this model's probes done (0..1)."""
   say = progress or (lambda msg: None)
+  fraction = fraction or (lambda f: None)
   start = time.perf_counter()
   subject = subjects.load_subject(model=spec, dtype=s.dtype)
   loaded = time.perf_counter() - start
@@ -86,13 +105,14 @@ def probe_model(spec: str, s: Settings, progress=None) -> dict:
   say(f"{subject.name}: loaded in {loaded:.0f}s; forward over "
       f"{s.windows} x {t} tokens")
   x, y = subjects.windows(subject, s.text, s.windows, "val", s.seed, t)
-  own = forward.run(subject, x, y, s.text, progress=_windows(say, subject))
+  own = forward.run(subject, x, y, s.text,
+                    progress=_windows(say, subject, fraction))
   x, y = subjects.windows(subject, s.ood_text, s.ood_windows, "val", s.seed,
                           t)
   ood = forward.run(subject, x, y, s.ood_text, gradient_sums=False)
   out = {"subject": subject.describe(), "pass": own.describe(),
          "ood_pass": ood.describe(), "seconds": {"load": loaded}}
-  timed = _timer(out["seconds"], say, subject.name)
+  timed = _timer(out["seconds"], say, subject.name, fraction)
   with timed("sanity"):
     out["sanity"] = _numbers(head.sanity_probe(subject, own, s.prompt,
                                                s.new_tokens))
@@ -188,10 +208,11 @@ def _prose_perplexity(subject) -> float:
   return p.perplexity()
 
 
-def _windows(say, subject):
+def _windows(say, subject, fraction):
   bar = {"last": 0.0}
 
   def update(done, total):
+    fraction(_share_before("forward") + PHASE_SHARE["forward"] * done / total)
     now = time.perf_counter()
     if done == total or now - bar["last"] > 5.0:
       bar["last"] = now
@@ -199,7 +220,7 @@ def _windows(say, subject):
   return update
 
 
-def _timer(seconds: dict, say, name: str):
+def _timer(seconds: dict, say, name: str, fraction):
   class Timed:
     def __init__(self, what):
       self.what = what
@@ -211,16 +232,24 @@ def _timer(seconds: dict, say, name: str):
 
     def __exit__(self, *exc):
       seconds[self.what] = time.perf_counter() - self.start
+      fraction(_share_before(self.what) + PHASE_SHARE[self.what])
   return Timed
 
 
-def run(models, s: Settings = Settings(), progress=None) -> dict:
-  """{model name: probe_model numbers} for each spec, in order."""
+def run(models, s: Settings = Settings(), progress=None,
+        fraction=None) -> dict:
+  """{model name: probe_model numbers} for each spec, in order.
+  `fraction`: called with the share of all models' probes done (0..1),
+  the models weighted by MODEL_COST."""
   if not models:
     raise ValueError("`models` must name at least one model.")
+  mean = sum(MODEL_COST.values()) / len(MODEL_COST)
+  cost = [MODEL_COST.get(spec, mean) for spec in models]
   out = {}
-  for spec in models:
-    numbers = probe_model(spec, s, progress)
+  for k, spec in enumerate(models):
+    done = sum(cost[:k])
+    numbers = probe_model(spec, s, progress, fraction and (
+        lambda f, done=done, k=k: fraction((done + f * cost[k]) / sum(cost))))
     out[numbers["subject"]["name"]] = numbers
     cli.release_memory()  # The next model starts from a trimmed heap.
   return out

@@ -10,6 +10,7 @@ say where we disagree with a paper and why that may be.
 from __future__ import annotations
 
 from train.probes import compare
+from train.report import section as section_lib
 from train.report.section import Section, figure, table
 
 CAPTIONS = {
@@ -48,7 +49,8 @@ def real_llm(config, outdir: str) -> Section:
   """Seeds 001 / 002 / 003 on each model of config.real_llm.models."""
   from bottleneck.io import cli  # pylint: disable=g-import-not-at-top
   settings = settings_from(config)
-  results = compare.run(list(config.real_llm.models), settings, cli.say)
+  results = compare.run(list(config.real_llm.models), settings, cli.say,
+                        fraction=section_lib.progress)
   names = list(results)
   body = [f"Models: {', '.join(names)}. Each is probed by one forward over "
           f"{settings.windows} windows of up to {settings.window} tokens of "

@@ -25,6 +25,7 @@ import time
 from bottleneck.io import cli, lock
 from train.report import (real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
+from train.report import section as section_lib
 
 SECTIONS = {  # In report order.
     "table1": seed001_bounds.table1,
@@ -104,6 +105,7 @@ class Eta:
     self.start = time.perf_counter()
     self.done_est = self.done_s = 0.0
     self.current, self.current_start = None, self.start
+    self.fraction = 0.0  # The current section's own progress, if it says.
 
   def total_estimate(self) -> float:
     return sum(self.est[n] for n in self.names)
@@ -116,10 +118,19 @@ class Eta:
     k = self.names.index(self.current) if self.current else len(self.names)
     rest = sum(self.est[n] for n in self.names[k + 1:]) * ratio
     in_section = time.perf_counter() - self.current_start
-    if self.current:
+    if self.current and self.fraction > 0:
+      # Its total: the estimate and the pace so far (in_section / f),
+      # weighted by how far it is (f); what is left is (1 - f) of that.
+      f = self.fraction
+      total = (1 - f) * self.est[self.current] * ratio + in_section
+      rest += (1 - f) * total
+    elif self.current:
       rest += max(self.est[self.current] * ratio - in_section,
                   0.1 * self.est[self.current] * ratio)
     return rest
+
+  def section_progress(self, fraction: float) -> None:
+    self.fraction = fraction
 
   def line(self, what: str = "") -> str:
     k = self.names.index(self.current) + 1 if self.current else len(
@@ -135,11 +146,13 @@ class Eta:
 
   def begin(self, name: str) -> None:
     self.current, self.current_start = name, time.perf_counter()
+    self.fraction = 0.0
     self.say("starting,")
 
   def end(self, seconds: float) -> None:
     self.done_s += seconds
     self.done_est += self.est[self.current]
+    self.fraction = 1.0  # Nothing of it is left.
 
 
 def _hms(seconds: float) -> str:
@@ -253,6 +266,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(eta, stop), daemon=True)
     beat.start()
+    section_lib._progress_sink.append(eta.section_progress)  # pylint: disable=protected-access
     try:
       for name in names:
         eta.begin(name)
@@ -278,6 +292,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
       raise SystemExit(130) from None
     finally:
       stop.set()
+      section_lib._progress_sink.remove(eta.section_progress)  # pylint: disable=protected-access
   sys.stderr.write(f"[report] wrote {outdir}/report.md and results.json in "
                    f"{_hms(time.perf_counter() - eta.start)}\n")
   return {"environment": env, "config": config.to_dict(),

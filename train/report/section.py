@@ -19,6 +19,16 @@ class Section:
 
 SectionFn = Callable[[Any, str], Section]  # (config, outdir) -> Section
 
+# Where `progress` reports: the runner's overall ETA while a section runs.
+_progress_sink: list[Callable[[float], None]] = []
+
+
+def progress(fraction: float) -> None:
+  """A long section's own progress (0..1): the overall ETA then follows the
+  section's measured pace instead of its fixed estimate alone."""
+  for sink in _progress_sink:
+    sink(min(max(float(fraction), 0.0), 1.0))
+
 
 def table(records, columns=None) -> str:
   return cli.format_records(records, "markdown", columns)
