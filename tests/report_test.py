@@ -155,8 +155,10 @@ class ReportTest(absltest.TestCase):
       section_lib.progress(0.5)  # Twice the estimated pace.
     finally:
       section_lib._progress_sink.remove(eta.section_progress)
-    self.assertBetween(eta.remaining(), 0.5 * (0.5 * est + 99),
-                       0.5 * (0.5 * est + 101))
+    # Total: half the estimate + the 100 s it took for half; 100 s spent.
+    self.assertBetween(eta.remaining(), 0.5 * est - 1, 0.5 * est + 1)
+    eta.current_start -= 50.0  # 50 s later, no new word: counted down.
+    self.assertBetween(eta.remaining(), 0.5 * est - 51, 0.5 * est - 49)
     section_lib.progress(0.9)  # No sink: nobody listens, nothing changes.
     self.assertEqual(eta.fraction, 0.5)
     eta.end(200.0)

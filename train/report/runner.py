@@ -105,7 +105,8 @@ class Eta:
     self.start = time.perf_counter()
     self.done_est = self.done_s = 0.0
     self.current, self.current_start = None, self.start
-    self.fraction = 0.0  # The current section's own progress, if it says.
+    self.fraction = 0.0  # The current section's own progress, if it says,
+    self.fraction_at = 0.0  # and when (seconds into the section).
 
   def total_estimate(self) -> float:
     return sum(self.est[n] for n in self.names)
@@ -119,11 +120,11 @@ class Eta:
     rest = sum(self.est[n] for n in self.names[k + 1:]) * ratio
     in_section = time.perf_counter() - self.current_start
     if self.current and self.fraction > 0:
-      # Its total: the estimate and the pace so far (in_section / f),
-      # weighted by how far it is (f); what is left is (1 - f) of that.
-      f = self.fraction
-      total = (1 - f) * self.est[self.current] * ratio + in_section
-      rest += (1 - f) * total
+      # Its total: the estimate and the pace when it last said (t_f / f),
+      # weighted by how far it was (f), counted down since.
+      f, prior = self.fraction, self.est[self.current] * ratio
+      total = (1 - f) * prior + self.fraction_at
+      rest += max(total - in_section, 0.1 * (1 - f) * prior)
     elif self.current:
       rest += max(self.est[self.current] * ratio - in_section,
                   0.1 * self.est[self.current] * ratio)
@@ -131,6 +132,7 @@ class Eta:
 
   def section_progress(self, fraction: float) -> None:
     self.fraction = fraction
+    self.fraction_at = time.perf_counter() - self.current_start
 
   def line(self, what: str = "") -> str:
     k = self.names.index(self.current) + 1 if self.current else len(
@@ -146,7 +148,7 @@ class Eta:
 
   def begin(self, name: str) -> None:
     self.current, self.current_start = name, time.perf_counter()
-    self.fraction = 0.0
+    self.fraction = self.fraction_at = 0.0
     self.say("starting,")
 
   def end(self, seconds: float) -> None:
