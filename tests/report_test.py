@@ -74,11 +74,8 @@ class ReportTest(absltest.TestCase):
     config = report_config.get_config("tiny")
     config.real_llm.models = tuple(specs)
     fractions = []  # The section's own progress, as the ETA sees it.
-    section_lib._progress_sink.append(fractions.append)
-    try:
+    with section_lib.progress_to(fractions.append):
       saved = runner.run(config, outdir, list(REAL_LLM))
-    finally:
-      section_lib._progress_sink.remove(fractions.append)
     self.assertEqual(fractions, sorted(fractions))
     self.assertIn(0.5, np.round(fractions, 9))  # One of two (equal) models.
     self.assertAlmostEqual(fractions[-1], 1.0)
@@ -150,11 +147,8 @@ class ReportTest(absltest.TestCase):
     eta.current_start -= 100.0  # 100 s into a section estimated at 430 s.
     est = runner.ESTIMATE_S["quick"]["real_llm"]
     self.assertBetween(eta.remaining(), est - 101, est - 99)
-    section_lib._progress_sink.append(eta.section_progress)
-    try:
+    with section_lib.progress_to(eta.section_progress):
       section_lib.progress(0.5)  # Twice the estimated pace.
-    finally:
-      section_lib._progress_sink.remove(eta.section_progress)
     # Total: half the estimate + the 100 s it took for half; 100 s spent.
     self.assertBetween(eta.remaining(), 0.5 * est - 1, 0.5 * est + 1)
     eta.current_start -= 50.0  # 50 s later, no new word: counted down.

@@ -268,33 +268,32 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(eta, stop), daemon=True)
     beat.start()
-    section_lib._progress_sink.append(eta.section_progress)  # pylint: disable=protected-access
-    try:
-      for name in names:
-        eta.begin(name)
-        start = time.perf_counter()
-        section = SECTIONS[name](config, outdir)
-        cli.release_memory()  # Each section starts from a trimmed heap.
-        seconds = time.perf_counter() - start
-        eta.end(seconds)
-        peak_gb = cli.peak_rss_gb()
-        sections[name] = dict(section.numbers, seconds=seconds,
-                              peak_rss_gb_so_far=round(peak_gb, 2),
-                              title=section.title, markdown=section.body)
-        state = ("complete" if all(n in sections for n in SECTIONS) else
-                 "sections run: " + ", ".join(names))
-        _write(outdir, config, env, sections, state)
-        eta.say(f"wrote {name} ({seconds:.0f} s, peak RSS so far "
-                f"{peak_gb:.1f} GB),")
-    except KeyboardInterrupt:
-      _write(outdir, config, env, sections, "interrupted")
-      sys.stderr.write(f"interrupted; partial report written to "
-                       f"{outdir}/report.md ({len(sections)} of "
-                       f"{len(SECTIONS)} sections)\n")
-      raise SystemExit(130) from None
-    finally:
-      stop.set()
-      section_lib._progress_sink.remove(eta.section_progress)  # pylint: disable=protected-access
+    with section_lib.progress_to(eta.section_progress):
+      try:
+        for name in names:
+          eta.begin(name)
+          start = time.perf_counter()
+          section = SECTIONS[name](config, outdir)
+          cli.release_memory()  # Each section starts from a trimmed heap.
+          seconds = time.perf_counter() - start
+          eta.end(seconds)
+          peak_gb = cli.peak_rss_gb()
+          sections[name] = dict(section.numbers, seconds=seconds,
+                                peak_rss_gb_so_far=round(peak_gb, 2),
+                                title=section.title, markdown=section.body)
+          state = ("complete" if all(n in sections for n in SECTIONS) else
+                   "sections run: " + ", ".join(names))
+          _write(outdir, config, env, sections, state)
+          eta.say(f"wrote {name} ({seconds:.0f} s, peak RSS so far "
+                  f"{peak_gb:.1f} GB),")
+      except KeyboardInterrupt:
+        _write(outdir, config, env, sections, "interrupted")
+        sys.stderr.write(f"interrupted; partial report written to "
+                         f"{outdir}/report.md ({len(sections)} of "
+                         f"{len(SECTIONS)} sections)\n")
+        raise SystemExit(130) from None
+      finally:
+        stop.set()
   sys.stderr.write(f"[report] wrote {outdir}/report.md and results.json in "
                    f"{_hms(time.perf_counter() - eta.start)}\n")
   return {"environment": env, "config": config.to_dict(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from typing import Any, Callable
@@ -20,14 +21,24 @@ class Section:
 SectionFn = Callable[[Any, str], Section]  # (config, outdir) -> Section
 
 # Where `progress` reports: the runner's overall ETA while a section runs.
-_progress_sink: list[Callable[[float], None]] = []
+_progress_sinks: list[Callable[[float], None]] = []
 
 
 def progress(fraction: float) -> None:
   """A long section's own progress (0..1): the overall ETA then follows the
   section's measured pace instead of its fixed estimate alone."""
-  for sink in _progress_sink:
+  for sink in _progress_sinks:
     sink(min(max(float(fraction), 0.0), 1.0))
+
+
+@contextlib.contextmanager
+def progress_to(sink: Callable[[float], None]):
+  """Within the block, `progress(f)` also calls sink(f)."""
+  _progress_sinks.append(sink)
+  try:
+    yield
+  finally:
+    _progress_sinks.remove(sink)
 
 
 def table(records, columns=None) -> str:
