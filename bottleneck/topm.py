@@ -124,10 +124,12 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   # Mid-run checks: the first support (a failed try costs little); after
   # a collapse (certificates.Policy.widen) the widest too, which certifies
   # Gemma 3's such instances at once where they collapsed until 800-1600.
-  early = dataclasses.replace(policy,
+  early = dataclasses.replace(policy, mid_run=True,
                               support_factors=policy.support_factors[:1])
-  wide = dataclasses.replace(policy, widen="collapsed", support_factors=(
-      policy.support_factors[:1] + policy.support_factors[-1:]))
+  wide = dataclasses.replace(policy, widen="collapsed", mid_run=True,
+                             support_factors=(policy.support_factors[:1] +
+                                              policy.support_factors[-1:]))
+  nominated = dataclasses.replace(policy, mid_run=True)
   collapsed = set()  # Instances whose projection collapsed at a check.
 
   tried, tried_early = set(), set()  # Instances given their exact finish.
@@ -230,7 +232,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     start = time.perf_counter()
     inst = queue[index]
     out = records.verify(facts, inst, claim, admm.to_original(basis, x_rot),
-                         mu, policy, delta)
+                         mu, nominated, delta)
     return None if out[0] == "undecided" else records.detail(
         inst, *out, "admm", 0, start)
 

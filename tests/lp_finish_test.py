@@ -229,6 +229,17 @@ class FinishTest(absltest.TestCase):
       np.testing.assert_allclose(q.T @ z, 0.0, atol=1e-12)
     self.assertLess(len(facts._qr), 2 * len(subsets))  # Evicted some.
 
+  def test_scores_of_the_last_point_are_kept_as_a_copy(self):
+    a = np.random.default_rng(6).standard_normal((300, 40)).astype(np.float32)
+    facts = lp_facts.MatrixFacts(a)
+    x, other = np.random.default_rng(7).standard_normal((2, 40))
+    first = facts.scores(x)
+    np.testing.assert_allclose(first, a @ x.astype(np.float32), rtol=1e-6)
+    first[:] = np.inf  # A caller masks its copy (polish: S at -inf).
+    np.testing.assert_array_equal(facts.scores(x), a @ x.astype(np.float32))
+    np.testing.assert_array_equal(facts.scores(other),
+                                  a @ other.astype(np.float32))
+
 
 class SolveWithFinishTest(absltest.TestCase):
 

@@ -1,6 +1,7 @@
 """The dual polish's collapse (polish.Projection) and the wider support the
 mid-run checks try after it (certificates.Policy.widen), against HiGHS."""
 
+import dataclasses
 from unittest import mock
 
 from absl.testing import absltest
@@ -56,6 +57,44 @@ class WidenTest(absltest.TestCase):
     self.assertEqual(evidence["kind"], "global")
     self.assertGreaterEqual(t_lower, 1.0)
     self.assertLessEqual(t_lower, sol["t"] * (1 + 1e-9))  # A sound bound.
+
+  def test_a_mid_run_check_skips_the_evidence_it_would_drop(self):
+    # A check of an instance that iterates on (topm's mid-run checks):
+    # no radius statement, and no ray unless the matrix is one-sided; the
+    # collapse, which decides the next check's support, is still reported.
+    facts, subset, y, mu, x, _ = _rough_multipliers()
+    first = certificates.Policy(support_factors=(2.0,))
+    cases = ((False, False, 1, 1), (True, False, 0, 0), (True, True, 0, 1))
+    for mid_run, one_sided, balls, rays in cases:
+      with mock.patch.object(certificates, "check_infeasible",
+                             wraps=certificates.check_infeasible) as ball, \
+           mock.patch.object(certificates, "check_unbounded",
+                             wraps=certificates.check_unbounded) as ray, \
+           mock.patch.object(lp_facts.MatrixFacts, "one_sided",
+                             new_callable=mock.PropertyMock,
+                             return_value=one_sided):
+        verdict, _, evidence = certificates.verify(
+            facts, subset, y, 1.0, "infeasible", x, mu,
+            dataclasses.replace(first, mid_run=mid_run))
+      self.assertEqual(verdict, "undecided")
+      self.assertTrue(evidence["collapsed"])
+      self.assertEqual((ball.call_count, ray.call_count), (balls, rays))
+
+  def test_float32_projection_keeps_the_float64_dual_value(self):
+    # The float32 products are refined in float64: the certified bound at
+    # HiGHS's optimal multipliers is t* to float64 accuracy, as with
+    # float64 products throughout.
+    facts, subset, y, _, _, sol = _rough_multipliers()
+    bounds = []
+    for dtype in (np.float32, np.float64):
+      mu = polish.project(facts, subset, sol["mu"], sol["x"], y=y,
+                          dtype=dtype).mu
+      cert = certificates.check_infeasible_global(facts, subset, y, mu,
+                                                  sol["t"] * (1 - 1e-9))
+      self.assertTrue(cert["ok"], cert)
+      bounds.append(cert["t_lower"])
+    np.testing.assert_allclose(bounds[0], bounds[1], rtol=1e-12)
+    np.testing.assert_allclose(bounds, sol["t"], rtol=1e-9)
 
   def test_no_wider_support_where_the_estimate_is_below_the_threshold(self):
     facts, subset, y, mu, x, sol = _rough_multipliers()

@@ -259,6 +259,14 @@ class Policy:
   widen_margin: float = 0.01
   # Prescribed probabilities: worst relative error of the ratios on S.
   ratio_rtol: float = 1e-6
+  # A check of an instance that iterates on when it fails (topm.solve's
+  # mid-run checks and in-loop nominations): an undecided verdict's
+  # evidence is dropped there, so the radius statement (`check_infeasible`,
+  # a full pass over A) is skipped and a ray is looked for only on a
+  # one-sided matrix (MatrixFacts.one_sided). On the 2-core CPU of
+  # benchmarks/RESULTS.md the two cost ~55 ms per failed check at 50257 x
+  # 768. The final check of an instance keeps both.
+  mid_run: bool = False
 
   def __post_init__(self):
     if self.widen not in ("always", "collapsed"):
@@ -362,7 +370,7 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
         cert.update(kind="embedding+ray", ray_max_other=ray["ray_max_other"])
         return "feasible", -np.inf, cert
       return "feasible", cert["t_upper"], cert
-    return _ray_or_undecided(a, subset, x, cert)
+    return _ray_or_undecided(a, subset, x, cert, policy.mid_run)
   if claim == "infeasible":
     ball = None
     for support_factor in policy.support_factors:  # Wider supports if needed.
@@ -371,7 +379,7 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
       cert = check_infeasible_global(a, subset, y, polished, threshold)
       if cert["ok"]:
         return "infeasible", cert["t_lower"], cert
-      if ball is None or not ball["ok"]:
+      if not policy.mid_run and (ball is None or not ball["ok"]):
         ball = check_infeasible(a, subset, y, polished, threshold,
                                 policy.radius_factor)
       collapsed = bool(projection.collapsed and projection.value >=
@@ -379,15 +387,19 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
       if policy.widen == "collapsed" and not collapsed:
         break  # A wider support would not lift this dual bound.
     # Only the ball statement holds: reported, but not a global verdict.
-    ball.update(kind="ball", ok=False, ball_ok=ball["ok"],
+    ball = dict(ball or {}, kind="ball", ok=False,
+                ball_ok=bool(ball and ball["ok"]),
                 global_reason=cert.get("reason"), collapsed=collapsed)
-    return _ray_or_undecided(a, subset, x, ball)
-  return _ray_or_undecided(a, subset, x, {"ok": False})
+    return _ray_or_undecided(a, subset, x, ball, policy.mid_run)
+  return _ray_or_undecided(a, subset, x, {"ok": False}, policy.mid_run)
 
 
-def _ray_or_undecided(a, subset, x, evidence):
+def _ray_or_undecided(a, subset, x, evidence, mid_run=False):
   """An instance no check decided: FEASIBLE with t* = -inf if the iterate
-  x holds a ray (`check_unbounded`), else UNDECIDED with `evidence`."""
+  x holds a ray (`check_unbounded`; mid-run only on a one-sided matrix),
+  else UNDECIDED with `evidence`."""
+  if mid_run and not _facts(a).one_sided:
+    return "undecided", float("nan"), evidence
   if x is not None and np.all(np.isfinite(x)):
     ray = check_unbounded(a, subset, x)
     if ray["ok"]:

@@ -112,18 +112,19 @@ def basis(a, subset, y, x):
   return x_v, mu
 
 
-def null_coords(reflectors, c_dxk) -> np.ndarray:
+def null_coords(reflectors, c_dxk, dtype=np.float64) -> np.ndarray:
   """Z^T C [d - m, k] for Z = the last d - m columns of the Q whose
   Householder form (reflectors, tau) scipy.linalg.qr(A_S^T, mode='raw')
   gives (MatrixFacts.householder): an orthonormal basis of null(A_S),
   applied by LAPACK's ormqr without forming Q (d = 768, m = 120,
-  k = 1298, one core: 14 ms, where forming Z and multiplying took 51)."""
+  k = 1298, one core: 14 ms, where forming Z and multiplying took 51), in
+  `dtype` (float32: sormqr on a rounded copy of the reflectors)."""
   from scipy.linalg import lapack  # pylint: disable=g-import-not-at-top
-  qr, tau = reflectors
-  c = np.array(c_dxk, np.float64, order="F")  # ormqr overwrites its copy.
-  out, _, info = lapack.dormqr("L", "T", qr, tau, c,
-                               lwork=64 * max(1, c.shape[1]),
-                               overwrite_c=True)
+  qr, tau = (np.asarray(r, dtype, order="F") for r in reflectors)
+  c = np.array(c_dxk, dtype, order="F")  # ormqr overwrites its copy.
+  ormqr = lapack.sormqr if dtype == np.float32 else lapack.dormqr
+  out, _, info = ormqr("L", "T", qr, tau, c, lwork=64 * max(1, c.shape[1]),
+                       overwrite_c=True)
   if info != 0:
     raise np.linalg.LinAlgError(f"ormqr failed (info {info})")
   return out[tau.size:]
@@ -139,13 +140,13 @@ class Projection(NamedTuple):
 
 
 def dual(a, subset, mu, x=None, support_factor: float = 2.0,
-         rounds: int = 30) -> np.ndarray:
+         rounds: int = 30, dtype=np.float32) -> np.ndarray:
   """`project`'s multipliers alone."""
-  return project(a, subset, mu, x, support_factor, rounds).mu
+  return project(a, subset, mu, x, support_factor, rounds, dtype=dtype).mu
 
 
 def project(a, subset, mu, x=None, support_factor: float = 2.0,
-            rounds: int = 30, y=None) -> Projection:  # pylint: disable=too-many-locals
+            rounds: int = 30, y=None, dtype=np.float32) -> Projection:  # pylint: disable=too-many-locals
   """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
 
   Projects mu onto {mu_K >= 0, sum mu_K = 1, P_perp A_K^T mu_K = 0} by an
@@ -163,6 +164,15 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   its A_K^T mu lies in the row space of A_S, so y^T lam = mu^T A_K x_par
   for the row-space point x_par (A_S x_par = y). Not a bound (mu may be
   negative), but where a wider support could reach (certificates.Policy).
+
+  `dtype`: the precision of B, its Gram and the corrections. float32 (the
+  default) leaves B mu = e to ~1e-7 instead of ~1e-15; nothing here is
+  trusted, the global certificate's float64 enclosure absorbs that, and on
+  the 2-core CPU of benchmarks/RESULTS.md it halves the time of the
+  products and factorizations (50257 x 768, m = 120-150, one BLAS thread:
+  a call 107 -> 72 ms). The result is refined in float64 (the residual of
+  B mu = e from A_K^T mu, B never formed in float64) to the float64 path's
+  dual value.
   """
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   facts = a if hasattr(a, "qr") else None
@@ -187,35 +197,51 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
       facts.rowspace(subset, y)[0] if facts is not None else
       np.linalg.lstsq(a[subset].astype(np.float64), np.asarray(y, np.float64),
                       rcond=None)[0])
-  b = np.ones((d - subset.size + 1, support.size))
+  b = np.ones((d - subset.size + 1, support.size), dtype)
   par = np.zeros(support.size)  # A_K x_par, for `value`.
   step = linalg.host_rows(d)  # Z^T A_K^T by row blocks of A_K (a wide K at
   for i in range(0, support.size, step):  # d = 640: no 48 MB float64 copy).
-    rows = a[support[i:i + step]].astype(np.float64)
-    b[:-1, i:i + step] = null_coords(reflectors, rows.T)
+    rows = a[support[i:i + step]]
+    b[:-1, i:i + step] = null_coords(reflectors, rows.T, dtype)
     if x_par is not None:
-      par[i:i + step] = rows @ x_par
+      par[i:i + step] = rows.astype(np.float64) @ x_par
   gram = b @ b.T
   target = np.zeros(b.shape[0])
   target[-1] = 1.0
   keep = np.ones(support.size, bool)
   value, collapsed = float("nan"), False
   mu0_k = mu0[support]
+
+  def refine(mu_k, solve, steps):  # Mixed-precision iterative refinement:
+    for _ in range(steps if dtype != np.float64 else 0):  # the residual of
+      full = np.zeros(keep.size)  # B mu = e in float64 (B never formed
+      full[keep] = mu_k  # in float64), corrected through the dtype factor.
+      v = sum(full[i:i + step] @ np.asarray(a[support[i:i + step]], np.float64)
+              for i in range(0, support.size, step))
+      r = target - np.append(null_coords(reflectors, v[:, None])[:, 0],
+                             full.sum())
+      mu_k = mu_k + (b.T @ solve(r.astype(dtype)))[keep]
+    return mu_k
+
   for round_ in range(rounds):
     # Minimum-norm correction b^T (b b^T)^{-1} r via the (d + 1)^2 Gram
     # (products with all of b, masked: no copy of its kept columns).
-    r = target - b @ np.where(keep, mu0_k, 0.0)
+    r = target.astype(dtype) - b @ np.where(keep, mu0_k, 0.0).astype(dtype)
     try:
-      corr = (b.T @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(
-          gram, check_finite=False), r, check_finite=False))[keep]
+      factor = scipy.linalg.cho_factor(gram, check_finite=False)
+      solve = lambda rhs, f=factor: scipy.linalg.cho_solve(f, rhs,
+                                                           check_finite=False)
+      corr = (b.T @ solve(r))[keep]
     except (np.linalg.LinAlgError, ValueError):
-      collapsed = True  # The kept rows no longer span null(A_S).
+      collapsed, solve = True, None  # The kept rows no longer span null(A_S).
       corr = np.linalg.lstsq(b[:, keep], r, rcond=None)[0]
     mu_k = mu0_k[keep] + corr
     if round_ == 0 and x_par is not None:  # Every row still kept.
-      value = float(mu_k @ par)
+      value = float((refine(mu_k, solve, 1) if solve else mu_k) @ par)
     if np.all(mu_k >= 0) or keep.sum() <= b.shape[0]:
       collapsed |= not np.all(mu_k >= 0)
+      if solve is not None:
+        mu_k = refine(mu_k, solve, 2)
       break
     drop = np.flatnonzero(keep)[mu_k <= 0]
     gram = gram - b[:, drop] @ b[:, drop].T  # Rows leave K: downdate.
