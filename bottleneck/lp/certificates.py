@@ -56,7 +56,11 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   x = x + facts.rowspace(subset, y - a_s @ x)[0]  # onto A_S x = y
   rows = _rest_candidates(facts, subset, x)
   norm_x = np.linalg.norm(x)
-  logits = facts.rows(rows) @ x
+  # Most rows (a float64 A: every row outside S): one pass over A, no
+  # gathered float64 copy of it (50257 x 768, a feasible check inside a
+  # 240-LP sweep: 245 -> 31 ms).
+  logits = (polish.matvec(facts.a, x)[rows] if 2 * rows.size > len(facts.a)
+            else facts.rows(rows) @ x)
   t_upper = float(np.max(logits + _gamma(facts.a.shape[1]) *
                          facts.row_norms[rows] * norm_x))
   logits_s = a_s @ x
