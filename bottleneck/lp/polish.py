@@ -170,7 +170,7 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   trusted, the global certificate's float64 enclosure absorbs that, and on
   the 2-core CPU of benchmarks/RESULTS.md it halves the time of the
   products and factorizations (50257 x 768, m = 120-150, one BLAS thread:
-  a call 107 -> 72 ms). The result is refined in float64 (the residual of
+  a call 107 -> 72-80 ms). The result is refined in float64 (the residual of
   B mu = e from A_K^T mu, B never formed in float64) to the float64 path's
   dual value.
   """
