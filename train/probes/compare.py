@@ -245,11 +245,12 @@ def run(models, s: Settings = Settings(), progress=None,
     raise ValueError("`models` must name at least one model.")
   mean = sum(MODEL_COST.values()) / len(MODEL_COST)
   cost = [MODEL_COST.get(spec, mean) for spec in models]
+  total = sum(cost)
   out = {}
   for k, spec in enumerate(models):
     done = sum(cost[:k])
     numbers = probe_model(spec, s, progress, fraction and (
-        lambda f, done=done, k=k: fraction((done + f * cost[k]) / sum(cost))))
+        lambda f, done=done, k=k: fraction((done + f * cost[k]) / total)))
     out[numbers["subject"]["name"]] = numbers
     cli.release_memory()  # The next model starts from a trimmed heap.
   return out
