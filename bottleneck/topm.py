@@ -27,8 +27,8 @@ import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, certificates, finish, polish,
-                           records, stream)
+from bottleneck.lp import (admm, bracket, certificates, chains, finish,
+                           polish, records, stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -102,6 +102,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       details[k] = records.solve_repeated(
           lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k],
           pairs)
+      details[k].pop("_cert", None)
     return [details[k] for k in range(len(instances))]
   if working_set is not None and not (
       m_pad <= working_set <= a.shape[0] - m_pad):
@@ -120,6 +121,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       progress, str) else "LP instances") if progress else None
   details = [None] * len(instances)
   order = np.random.default_rng(0).permutation(len(instances))
+  chained = objective == "decide" and any(
+      it.chain is not None for it in instances)
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   # Mid-run checks: the first support (a failed try costs little); after
   # a collapse (certificates.Policy.widen) the widest too, which certifies
@@ -236,17 +239,58 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     return None if out[0] == "undecided" else records.detail(
         inst, *out, "admm", 0, start)
 
+  ready = {}  # Chain members certified FEASIBLE from a solved member.
+
+  def carry_down(index, cert):  # lp.chains: a solved FEASIBLE member's
+    parent, jobs = queue[index], []  # embedding, carried to every member
+    for child in known.below(index):  # below it, all checked at once.
+      inst = queue[child]
+      x = chains.feasible_candidate(facts, parent.subset, cert["x"],
+                                    cert["t_upper"], inst.subset, inst.y,
+                                    inst.threshold)
+      if x is not None and child not in ready:
+        jobs.append((child, x))
+    if not jobs:
+      return
+    primed = time.perf_counter()
+    facts.prime([certificates.projected(facts, queue[c].subset, queue[c].y,
+                                        x) for c, x in jobs])
+    share = (time.perf_counter() - primed) / len(jobs)
+    for child, x in jobs:  # (check_feasible projects x the same way.)
+      start = time.perf_counter() - share
+      out = records.verify(facts, queue[child], "feasible", x, None, early,
+                           delta)
+      if out[0] == "feasible":
+        ready[child] = records.detail(queue[child], *out, "chain", 0, start)
+
+  def settle(index):  # A verdict its chain implies (lp.chains), or None.
+    start = time.perf_counter()
+    if index in ready:
+      return ready.pop(index)
+    cert = known.infeasible(index)
+    if cert is not None:
+      return records.detail(queue[index], "infeasible", cert["t_lower"],
+                            cert, "chain", 0, start)
+    return None
+
+  known = chains.Feed(queue, settle)  # Nested subsets: bisection per chain.
+
   runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
                     (solved if objective == "solve" else decide)
                     if first_check else None, first_check or 100,
-                    verify=verify if objective == "decide" else None)
+                    verify=verify if objective == "decide" else None,
+                    feed=known if chained else None)
   cost = records.CostModel(  # An open instance ends at the finish or cap.
+      [it.chain is None for it in queue] if chained else
       [it.subset.size for it in queue], batch,
-      min(settings.max_iters, finish_after or settings.max_iters))
+      min(settings.max_iters, finish_after or settings.max_iters),
+      (lambda: {False: known.expected_runs() - len(known.alone_all),
+                True: len(known.alone_all)}) if chained else None)
   trimmed = time.perf_counter()
   with _host_blas(mesh):  # The host checks run as the stream pulls.
     for done, out in enumerate(runs, start=1):
-      inst, x = queue[out.index], admm.to_original(basis, out.x_rot)
+      inst = queue[out.index]
+      x = None if out.x_rot is None else admm.to_original(basis, out.x_rot)
       if out.decided:
         details[order[out.index]] = dict(out.decided,
                                          iterations=out.iterations)
@@ -261,8 +305,16 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         details[order[out.index]] = records.decide(
             facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
             exact_fallback)
-      cost.finished(out.index, out.iterations, details[order[out.index]].get(
-          "verify_seconds", 0.0), out.running, out.clock)
+      detail = details[order[out.index]]
+      cert = detail.pop("_cert", None)
+      known.learn(out.index, detail["verdict"], cert)
+      if (chained and detail["verdict"] == "feasible" and out.x_rot is not
+          None and cert and cert.get("x") is not None and
+          np.isfinite(cert.get("t_upper", np.nan))):
+        carry_down(out.index, cert)
+      cost.finished(out.index, out.iterations, detail.get(
+          "verify_seconds", 0.0), out.running if out.x_rot is not None else
+                    cost.running, out.clock or cost.clock)
       if time.perf_counter() - trimmed > TRIM_EVERY_S:
         cli.trim_heap()
         trimmed = time.perf_counter()
@@ -345,15 +397,16 @@ def summarize(m_values, details_per_m, problem: str | None = None
 
 def sweep(a, m_values, trials: int, problem: str = "logits", seed: int = 0,
           eps: float = 0.05, delta: float = 0.1, targets=None, subsets=None,
-          **solve_kwargs) -> list[dict]:
+          nested: bool | None = None, **solve_kwargs) -> list[dict]:
   """Figure-1-style curve: `trials` random subsets for each m."""
   return sweeps(a, m_values, trials, (problem,), seed, eps, delta, targets,
-                subsets, **solve_kwargs)[problem]
+                subsets, nested, **solve_kwargs)[problem]
 
 
 def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
            seed: int = 0, eps: float = 0.05, delta: float = 0.1,
-           targets=None, subsets=None, **solve_kwargs) -> dict:
+           targets=None, subsets=None, nested: bool | None = None,
+           **solve_kwargs) -> dict:
   """Figure 1: `sweep` for several problems, solved as one stream (one
   `admm.prepare` of A, one compile, one progress line whose ETA covers all
   of them).
@@ -362,6 +415,14 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
   `problems` is its keys). Every problem draws from its own
   `default_rng(seed)`, so each curve is the one `sweep(..., problem, seed)`
   gives. Returns {problem: records}.
+
+  `nested` (None: True unless `subsets` are given): trial k's subsets are the first m tokens of one random
+  permutation (S_m ⊂ S_m' for m < m'; each still a uniform random
+  m-subset, so each m's fraction estimates the same probability, while
+  the curve's points become correlated along m; for 'probs' the first m
+  of one trial's U[0.1, 1.1] draws are its p, likewise). The instances of a trial
+  then form a chain (lp.chains): most are decided from the certificates
+  of the few solved around the trial's transition.
   """
   eps, delta = prescribed.check_eps_delta(eps, delta)
   if isinstance(m_values, dict):
@@ -377,11 +438,29 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
   _check_memory(checks.positive_int("trials", trials),
                 [m for ms in m_of.values() for m in ms])
   per_problem = {}
-  for problem, ms in m_of.items():
+  if nested is None:
+    nested = subsets is None
+  if nested and subsets is not None:
+    raise ValueError("`nested` draws its own subsets (the first m tokens of "
+                     "one random permutation per trial); leave out "
+                     "`subsets`.")
+  for number, (problem, ms) in enumerate(m_of.items()):
     rng = np.random.default_rng(seed)
-    per_problem[problem] = [make_instances(a.shape[0], m, trials, problem,
-                                           rng, eps, delta, targets, subsets)
-                            for m in ms]
+    if nested and ms:
+      checks.int_in_range("m", max(ms), 1, a.shape[0] - 1, "a proper subset "
+                          f"of the N = {a.shape[0]} tokens")
+      firsts = [rng.choice(a.shape[0], size=max(ms), replace=False)
+                for _ in range(trials)]  # Subsets and p: prefixes of these.
+      draws = rng.uniform(0.1, 1.1, size=(trials, max(ms)))
+      per_problem[problem] = [[
+          dataclasses.replace(it, chain=number * trials + k)
+          for k, it in enumerate(make_instances(
+              a.shape[0], m, trials, problem, rng, eps, delta, targets,
+              [first[:m] for first in firsts], draws))] for m in ms]
+    else:
+      per_problem[problem] = [make_instances(
+          a.shape[0], m, trials, problem, rng, eps, delta, targets, subsets)
+                              for m in ms]
   flat = solve(a, [it for groups in per_problem.values() for group in groups
                    for it in group], delta=delta, **solve_kwargs)
   out, start = {}, 0

@@ -112,9 +112,11 @@ class AgreementTest(parameterized.TestCase):
 
   def test_sweeps_solve_each_problem_as_its_own_sweep(self):
     # One stream for several problems (in a shuffled queue order) gives
-    # each problem the subsets and verdicts of its own sweep.
+    # each problem the subsets and verdicts of its own sweep (independent
+    # subsets per m here; nested ones: lp_chains_test).
     a = _matrix(300, 20, 5)
-    both = topm.sweeps(a, [3, 6], 4, ("logits", "probs"), seed=2, batch=4)
+    both = topm.sweeps(a, [3, 6], 4, ("logits", "probs"), seed=2, batch=4,
+                       nested=False)
     self.assertEqual(list(both), ["logits", "probs"])
     for problem, recs in both.items():
       # Reference without sweep/sweeps: the instances of each m drawn from
@@ -133,7 +135,7 @@ class AgreementTest(parameterized.TestCase):
       topm.sweeps(a, [3], 2, "logits")
     # m values per problem: each problem keeps its own m list and curve.
     mixed = topm.sweeps(a, {"probs": [6], "logits": [3, 6]}, 4, seed=2,
-                        batch=4)
+                        batch=4, nested=False)
     self.assertEqual(list(mixed), ["probs", "logits"])
     self.assertEqual([r["m"] for r in mixed["logits"]], [3, 6])
     detail = lambda recs, key: [[t[key] for t in r["trials_detail"]]

@@ -29,6 +29,12 @@ def define_flags():
                     f"one stream ({', '.join(topm.PROBLEMS)}; see "
                     "bottleneck/lp/instances.py). Figure 1: logits,probs.")
   flags.DEFINE_integer("seed", 0, "Seed of the matrix and the subsets.")
+  flags.DEFINE_bool("nested", True, "Trial k's subsets are the first m "
+                    "tokens of one random permutation (each still a uniform "
+                    "m-subset); most verdicts then follow from the few LPs "
+                    "solved around each trial's transition "
+                    "(bottleneck/lp/chains.py). --nonested: independent "
+                    "subsets for every m.")
   flags.DEFINE_string("subsets", None, "npy:PATH of a trials x m index array "
                       "(m is its width; --m may be left out).")
   flags.DEFINE_string("targets", None, "npy:PATH of probability vectors "
@@ -118,7 +124,8 @@ def main(argv):
              else "LP instances")
     per_problem = topm.sweeps(
         array, m_values, trials, f.problem, f.seed, f.eps, f.delta, targets,
-        subsets, settings=admm.Settings(max_iters=f.max_iters),
+        subsets, f.nested and subsets is None,
+        settings=admm.Settings(max_iters=f.max_iters),
         batch=f.batch, exact_fallback=f.exact_fallback,
         first_check=first_check, progress=label,
         objective=f.objective, tolerance=f.tolerance,

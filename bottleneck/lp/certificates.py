@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 
 from bottleneck import linalg, prescribed
-from bottleneck.lp import polish
+from bottleneck.lp import chains, polish
 from bottleneck.lp.enclosure import U as _U, enclose as _enclose
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
 from bottleneck.lp.facts import MatrixFacts
@@ -51,9 +51,8 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   facts = _facts(a)
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
-  x = np.asarray(x, np.float64)
   a_s = facts.rows(subset)
-  x = x + facts.rowspace(subset, y - a_s @ x)[0]  # onto A_S x = y
+  x = projected(facts, subset, y, x)
   rows = _rest_candidates(facts, subset, x)
   norm_x = np.linalg.norm(x)
   # Most rows (a float64 A: every row outside S): one pass over A, no
@@ -74,6 +73,27 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
           "equality_residual": eq_residual, "x": x}
 
 
+def projected(a, subset, y, x) -> np.ndarray:
+  """x moved onto A_S x = y (float64, minimum-norm correction): the point
+  `check_feasible` checks (deterministic: its scores may be primed)."""
+  facts = _facts(a)
+  x = np.asarray(x, np.float64)
+  return x + facts.rowspace(subset, np.asarray(y, np.float64) -
+                            facts.rows(subset) @ x)[0]
+
+
+def _score_bounds(facts: MatrixFacts, x):
+  """(float32 A x as float64, its rigorous rounding bound per row): for a
+  float32 A, |fl32(a_j . fl32(x)) - a_j . x| <= (gamma32_d (1 + u32) +
+  u32) |a_j| |x| (Higham Thm 3.1, any summation order; doubled, plus 1e-30
+  for underflow)."""
+  u32 = float(np.finfo(np.float32).eps) / 2
+  gamma32 = _gamma(facts.a.shape[1], u32)
+  return facts.scores(x).astype(np.float64), 2.0 * (
+      gamma32 * (1 + u32) + u32) * facts.row_norms * float(
+          np.linalg.norm(x)) + 1e-30
+
+
 def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
   """The rows outside S that may hold the largest logit a_j . x: all of
   them, or for a float32 A the rows whose float32 logit (MatrixFacts.scores,
@@ -86,11 +106,7 @@ def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
   rest[subset] = False
   if facts.source.dtype != np.float32:
     return np.flatnonzero(rest)
-  u32 = float(np.finfo(np.float32).eps) / 2
-  gamma32 = _gamma(facts.a.shape[1], u32)
-  approx = facts.scores(x).astype(np.float64)
-  err = 2.0 * (gamma32 * (1 + u32) + u32) * facts.row_norms * float(
-      np.linalg.norm(x)) + 1e-30
+  approx, err = _score_bounds(facts, x)
   approx[subset] = -np.inf
   floor = np.max(approx - err)  # <= the exact largest logit outside S.
   if not np.isfinite(floor):  # Overflow or NaN in x: every row.
@@ -111,7 +127,7 @@ def check_probabilities(a, subset, x, p, scale: float, delta: float,
   """
   facts = _facts(a)
   x = np.asarray(x, np.float64)
-  logits = scale * polish.matvec(facts.a, x)
+  logits = scale * _logits_or_upper_bounds(facts, subset, x, scale)
   ratio_err, rest_mass = prescribed.softmax_on_subset(logits, subset, p)
   big = float(np.max(np.abs(logits)))
   err = (scale * _gamma(facts.a.shape[1]) * float(np.max(facts.row_norms)) *
@@ -124,6 +140,28 @@ def check_probabilities(a, subset, x, p, scale: float, delta: float,
           "ratio_rel_error": ratio_err, "rest_mass": rest_mass,
           "ratio_rel_error_bound": ratio_bound, "rest_mass_bound": mass_bound,
           "logit_rounding_bound": err}
+
+
+def _logits_or_upper_bounds(facts: MatrixFacts, subset, x, scale: float,
+                            far: float = 40.0) -> np.ndarray:
+  """A x in float64, except (for a float32 A) on rows whose float32 upper
+  bound is more than `far` / scale below the largest outside S: those get
+  the bound itself (their exact value is below it). Raising logits off S
+  only raises the mass off S and leaves the ratios on S alone, so the
+  probability check stays a proof; a row e^-40 below the top adds at most
+  N e^-40 to the mass. One float32 pass instead of a float64 one (the
+  float32 scores are usually those check_feasible just ranked)."""
+  if facts.source.dtype != np.float32:
+    return polish.matvec(facts.a, x)
+  approx, err = _score_bounds(facts, x)
+  upper = approx + err
+  rest = upper.copy()
+  rest[subset] = -np.inf
+  near = upper >= np.max(rest) - far / scale
+  near[subset] = True
+  rows = np.flatnonzero(near)
+  upper[rows] = facts.rows(rows) @ x
+  return upper
 
 
 def check_infeasible(a, subset, y, mu, threshold: float,
@@ -233,7 +271,10 @@ def _verify_dual(a, subset, y, mu, support, threshold):
   value_lower = value - _upper(_gamma(m) * (np.abs(y) @ np.abs(lam)) +
                                np.abs(y) @ z_err[:m], m)
   ok = mu_lower >= 0.0 and value_lower >= threshold
+  proof = chains.DualProof(np.array(subset), np.array(support), lam,
+                           z_err[:m], mu_k, z_err[m:]) if ok else None
   return {"ok": bool(ok), "kind": "global", "t_lower": value_lower,
+          "proof": proof,
           "tiny": mu_k <= z_err[m:],
           "dual_value": value, "margin": float(threshold - value),
           "mu_lower": mu_lower, "alpha": alpha,

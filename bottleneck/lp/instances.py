@@ -29,12 +29,17 @@ class Instance:
   threshold: float  # Feasible iff t* < threshold.
   p: np.ndarray | None = None  # Target probabilities (probs / natural).
   scale: float | None = None  # s of eq. (17).
+  chain: int | None = None  # Instances of one chain have nested subsets
+  # (lp.chains; `topm.sweeps(nested=True)`), None: alone.
 
 
 def make_instances(N: int, m: int, trials: int, problem: str, rng,
                    eps: float = 0.05, delta: float = 0.1, targets=None,
-                   subsets=None) -> list[Instance]:
-  """Random (or given) subsets with the targets of `problem`."""
+                   subsets=None, draws=None) -> list[Instance]:
+  """Random (or given) subsets with the targets of `problem`. `draws`
+  (probs): per trial, U[0.1, 1.1] values of which the first m are that
+  trial's unnormalised p (nested chains share them along m); None: fresh
+  ones from `rng`."""
   checks.one_of("problem", problem, PROBLEMS)
   checks.int_in_range("m", m, 1, N - 1, f"a proper subset of the N = {N} "
                       "tokens")
@@ -53,7 +58,8 @@ def make_instances(N: int, m: int, trials: int, problem: str, rng,
       out.append(Instance(subset, np.ones(m), 1.0))
       continue
     if problem == "probs":
-      p = rng.uniform(0.1, 1.1, size=m)
+      p = (rng.uniform(0.1, 1.1, size=m) if draws is None else
+           np.asarray(draws[i][:m], np.float64))
     else:
       row = targets[rows[rng.integers(rows.size)]]
       p = np.sort(row)[::-1][:m]

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from bottleneck.lp import bracket, certificates, exact
+from bottleneck.lp import bracket, certificates, chains, exact
 from bottleneck.lp.facts import head_norms
 from bottleneck.lp.instances import Instance
 
@@ -33,16 +33,22 @@ def check_subsets(facts, instances) -> dict[int, list[tuple[int, int]]]:
   """Every A_S, repeated rows counted once, has full row rank (else no x
   prescribes y_S); returns {instance: its repeated_rows} where there are
   some."""
-  repeated = {}
-  for k, it in enumerate(instances):
+  repeated, full = {}, {}  # full: chain -> rows of a member of full rank.
+  for k in sorted(range(len(instances)),  # Largest first: rows inside a
+                  key=lambda k: -instances[k].subset.size):  # full-rank
+    it = instances[k]  # member's rows are independent (lp.chains): no SVD.
     pairs = repeated_rows(facts, it.subset)
     if pairs:
       repeated[k] = pairs
     rows = np.delete(it.subset, [j for _, j in pairs])
+    if it.chain in full and chains.positions(rows, full[it.chain]) is not None:
+      continue
     if np.linalg.matrix_rank(facts.rows(rows)) < rows.size:
       raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
                        "matrix are linearly dependent (A_S rank-deficient).")
-  return repeated
+    if it.chain is not None:
+      full.setdefault(it.chain, rows)
+  return dict(sorted(repeated.items()))
 
 
 def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
@@ -65,7 +71,7 @@ def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
   keep = np.delete(np.arange(inst.subset.size), drop)
   reduced = dataclasses.replace(
       inst, subset=position[inst.subset[keep]], y=inst.y[keep],
-      p=None if inst.p is None else inst.p[keep])
+      p=None if inst.p is None else inst.p[keep], chain=None)
   out = solve_one(a[keep_rows], reduced)
   out.update(subset=inst.subset.tolist(),
              repeated_rows=inst.subset[drop].tolist())
@@ -87,17 +93,27 @@ class CostModel:
   need about a more (and the finished ones alone would bias the ETA
   low). Host seconds (float64 checks, lp.finish): the mean per finished
   instance of the same m (else of all). The queue is shuffled, so every m
-  is sampled early. O(distinct m + batch) per update."""
+  is sampled early. O(distinct m + batch) per update.
 
-  def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000):
+  Chains (lp.chains): an instance finished with 0 iterations was settled
+  from its chain, not run. `runs` = {key: how many instances of that key
+  are expected to run}, or a callable returning it at each update (keys:
+  chained or not; lp.chains.Feed.expected_runs); the others are expected
+  to be settled, at the mean host seconds of the settled ones."""
+
+  def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000,
+               runs: dict | None = None):
     """`cap`: the age at which an open instance ends (the iteration cap,
-    or the age of the exact finish)."""
+    or the age of the exact finish). `m_of_instance`: each instance's key
+    (its m, or whether it is alone with `runs`)."""
     self.m = list(m_of_instance)
-    self.batch, self.cap = max(batch, 1), cap
+    self.batch, self.cap, self.runs = max(batch, 1), cap, runs
     self.left = collections.Counter(self.m)  # Unfinished instances per m.
     self.sum = collections.Counter()  # Finished iterations per m.
-    self.count = collections.Counter()  # Finished instances per m.
-    self.host = collections.Counter()  # Host seconds per m.
+    self.count = collections.Counter()  # Finished instances per m (run).
+    self.host = collections.Counter()  # Host seconds per m (run).
+    self.settled = collections.Counter()  # Settled instances per key,
+    self.settled_host = 0.0  # and their host seconds in all.
     self.t0 = self.t_last = self.clock0 = None
     self.clock = 0
     self.host_after_t0 = 0.0
@@ -117,6 +133,10 @@ class CostModel:
     m = self.m[index]
     self.done.add(index)
     self.left[m] -= 1
+    if self.runs is not None and iterations == 0:
+      self.settled[m] += 1
+      self.settled_host += host_seconds
+      return
     self.sum[m] += max(iterations, 1)
     self.count[m] += 1
     self.host[m] += host_seconds
@@ -138,6 +158,8 @@ class CostModel:
         expect(a) for group in ages.values() for a in group)) / (
             total_n + sum(map(len, ages.values())))
     work = path = host = 0.0
+    settle_host = self.settled_host / max(sum(self.settled.values()), 1)
+    runs = self.runs() if callable(self.runs) else self.runs
     for m, n in self.left.items():
       if not n:
         continue
@@ -147,9 +169,13 @@ class CostModel:
       for age in ages[m]:
         rest = max(mean, expect(age)) - age
         work, path = work + rest, max(path, rest)
-      work += (n - len(ages[m])) * mean
-      host += n * (self.host[m] / self.count[m] if self.count[m] else
-                   every_host)
+      queued = n - len(ages[m])
+      to_run = queued if runs is None else min(queued, max(
+          0, runs.get(m, 0) - seen))
+      work += to_run * mean
+      host += (n - queued + to_run) * (
+          self.host[m] / self.count[m] if self.count[m] else every_host) + (
+              queued - to_run) * settle_host
     return tau * max(path, work / self.batch) + host
 
 
@@ -247,7 +273,8 @@ def detail(inst: Instance, verdict, bound, cert, source, iterations,
           "iterations": iterations,
           "radius_over_x_par": cert.get("radius_over_x_par"),
           "rest_mass": cert.get("rest_mass"),
-          "verify_seconds": time.perf_counter() - start}
+          "verify_seconds": time.perf_counter() - start,
+          "_cert": cert}  # topm.solve keeps it for lp.chains, then drops it.
 
 
 def verify(facts, inst: Instance, claim, x, mu, policy, delta):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -118,10 +118,36 @@ Verify = Callable[[int, str, np.ndarray, np.ndarray], object]
 Decide = Callable[[int, np.ndarray, np.ndarray, float, int], object]
 
 
+class Feed(Protocol):
+  """Hands instances to the stream's free slots."""
+
+  def next(self, force: bool) -> tuple[list, int]:
+    """([(index, verdict)] settled without a slot, the next index to run
+    or -1). force: -1 only if nothing at all is left."""
+
+  def left(self) -> bool:
+    """Whether any instance is neither handed out nor settled."""
+
+
+class Fifo:
+  """The instances in order, every one run."""
+
+  def __init__(self, count: int):
+    self.pending = list(range(count))[::-1]  # pop() takes the next one.
+
+  def next(self, force: bool) -> tuple[list, int]:
+    del force
+    return [], self.pending.pop() if self.pending else -1
+
+  def left(self) -> bool:
+    return bool(self.pending)
+
+
 def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
         first_check: int = 100, shrink_age: int = 200,
-        verify: Verify | None = None) -> Iterator[Finished]:
+        verify: Verify | None = None,
+        feed: Feed | None = None) -> Iterator[Finished]:
   """Yields every instance once, as its slot finishes (any order).
 
   With `decide`, every slot still running at age first_check * 2^k is
@@ -131,12 +157,26 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   nominations quiet for as many iterations as it has run (doubling). Once
   the queue is empty and the slots still running (all older than
   `shrink_age`: stragglers, worth a compile) fit in a quarter of the
-  batch, they move to a batch that size (once).
+  batch, they move to a batch that size (once). `feed` hands out the
+  instances (default `Fifo`: in order); one it settles (lp.chains.Feed:
+  from another member of its chain) is yielded at once with 0 iterations
+  and never takes a slot.
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
-  pending = list(range(len(instances)))[::-1]  # pop() takes the next one.
-  slots = [pending.pop() if pending else -1 for _ in range(batch)]
+  feed = feed or Fifo(len(instances))
+  settled = []  # Finished by the feed (lp.chains), yielded next round.
+
+  def take():  # The next instance to run, or -1: a waiting one (its chain
+    for force in (False, True):  # busy) rather than an idle slot.
+      done, j = feed.next(force)
+      settled.extend(Finished(i, "decided", None, None, 0, verdict)
+                     for i, verdict in done)
+      if j >= 0 or not feed.left():
+        return j
+    return -1
+
+  slots = [take() for _ in range(batch)]
   next_check = np.full(batch, first_check)  # Age of each slot's next offer.
   step = max(1, first_check // 2)  # Host visits: every `step` iterations.
   # One move to a quarter of the batch: a second (8 -> 2 slots at 50257 x
@@ -151,9 +191,10 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
 
   def advance(state, now):
     n_active = sum(j >= 0 for j in slots)
-    stop_below = n_active - max(1, batch // 4) if pending else 0
+    quota = max(1, min(batch, 4 * n_active) // 4)  # Refill once a quarter
+    stop_below = n_active - quota if feed.left() else 0  # is done.
     max_steps = settings.max_iters
-    if decide is not None or not pending:  # Back at the next multiple of
+    if decide is not None or not feed.left():  # Back at the next multiple of
       max_steps = step - now % step  # `step` (host checks, the tail).
     return fns.advance(shared, state, jnp.int32(max_steps),
                        jnp.int32(max(stop_below, 0)))
@@ -164,6 +205,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   state = advance(fns.refill(shared, blank, problem(), np.ones(batch, bool),
                              np.array(slots) >= 0), 0)  # = admm.init.
   while any(j >= 0 for j in slots):
+    yield from settled
+    settled.clear()
     status, started, decided, now = jax.device_get(
         (state.status, state.started_at, state.decided_at, state.iteration))
     finished = [i for i, j in enumerate(slots)
@@ -202,9 +245,9 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       state = advance(state, int(now))
       finished += yield from _check(decide, offers, slots, next_check, n,
                                     running, int(now))
-    queued = bool(pending)
+    queued = feed.left()
     for i in finished:  # The next queued instance takes the slot.
-      slots[i] = pending.pop() if pending else -1
+      slots[i] = take()
       next_check[i] = first_check
     if finished and any(j >= 0 for j in slots):
       replace = np.zeros(batch, bool)
@@ -217,7 +260,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     ages = now - started
     ages[finished] = 0  # Refilled this round.
     live = [i for i, j in enumerate(slots) if j >= 0]
-    if (not pending and not shrunk and 0 < len(live) <= batch // 4 and
+    if (not feed.left() and not shrunk and 0 < len(live) <= batch // 4 and
         (batch // 4) % mesh.devices.size == 0 and
         min(ages[live]) >= shrink_age):
       batch //= 4
@@ -227,6 +270,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
                                          fns.state_sharding)
     if not ahead and any(j >= 0 for j in slots):
       state = advance(state, int(now))
+  yield from settled
 
 
 def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):

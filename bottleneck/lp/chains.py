@@ -1,0 +1,274 @@
+"""Nested subsets along m: verdicts one member of a chain proves for another.
+
+A chain is a list of instances whose subsets are nested, S_1 ⊂ S_2 ⊂ ...
+(`topm.sweeps(..., nested=True)`: the first m tokens of one random
+permutation per trial, so each S_m is still a uniform random m-subset).
+Two facts let one certificate decide other members without an LP:
+
+INFEASIBLE goes up. The global certificate of S (certificates.
+  check_infeasible_global) encloses an exact (lam*, mu*) with mu* >= 0 on a
+  support K, sum mu* = 1, A_S^T lam* = A_K^T mu* and y^T lam* >= thr. For
+  S' ⊃ S, the rows H = K ∩ S' move to the left side: with c = sum_H mu*,
+  lam' = (lam*, -mu*_H) / (1 - c) on S ∪ H (0 on the rest of S') and
+  mu' = mu*_{K-H} / (1 - c) satisfy A_{S'}^T lam' = A_{K-H}^T mu', mu' >= 0,
+  sum mu' = 1, so every x with A_{S'} x = y' has max_{j not in S'} a_j.x
+  >= y'^T lam' = (y'_S^T lam* - y'_H^T mu*_H) / (1 - c), which is >= thr iff
+  g = y'_S^T lam* - sum_H (y'_h - thr) mu*_h - thr >= 0. Bounding g from
+  the enclosure (lam~, mu~ and their radii) is O(m + |K|):
+  `inherit_infeasible`. With equal targets (the logits problem, y' = thr =
+  1) the H terms vanish: an INFEASIBLE S makes every S' ⊃ S INFEASIBLE.
+
+FEASIBLE goes down. If x' certifies S' (A_{S'} x' = y', other logits <
+  thr), then for S ⊂ S' the point x = x' + A_{S'}^+ (target - A_{S'} x')
+  with target = y on S and a value below thr on S' minus S usually
+  certifies S (the correction is small: its largest effect on another
+  logit is about |correction|.max|a_j|). `feasible_candidate` builds x;
+  the caller checks it in float64 like any other embedding.
+
+`Feed` runs each chain's members in the order a bisection for its
+transition would (weighted by where the finished chains had theirs) and
+settles the others from the verdicts found; a monotone chain of 30 m
+values then runs about 3 to 5 LPs instead of 30.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import NamedTuple
+
+import numpy as np
+
+from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
+
+
+class DualProof(NamedTuple):
+  """An enclosed global INFEASIBLE certificate of one subset S."""
+  subset: np.ndarray  # [m] S, in the order of lam.
+  support: np.ndarray  # [k] K, the rows of R carrying mu*.
+  lam: np.ndarray  # [m] the enclosure's center lam~.
+  lam_err: np.ndarray  # [m] |lam* - lam~| <= lam_err entrywise.
+  mu: np.ndarray  # [k] its center mu~ on K.
+  mu_err: np.ndarray  # [k] |mu* - mu~| <= mu_err entrywise.
+
+
+def positions(small, large) -> np.ndarray | None:
+  """Where each entry of `small` sits in `large`; None unless small ⊂ large."""
+  small, large = np.asarray(small), np.asarray(large)
+  order = np.argsort(large, kind="stable")
+  at = np.minimum(np.searchsorted(large, small, sorter=order), large.size - 1)
+  pos = order[at]
+  return pos if np.array_equal(large[pos], small) else None
+
+
+def inherit_infeasible(proof: DualProof, subset, y, threshold: float
+                       ) -> dict | None:
+  """The certificate `proof` of S carried to S' ⊃ S (module docstring):
+  a 'global' certificate dict with its proven t_lower (thr + g's lower
+  bound: y'^T lam' - thr = g / (1 - c) >= g), or None when S is not
+  inside S' or g is not proven >= 0."""
+  subset, y = np.asarray(subset), np.asarray(y, np.float64)
+  pos = positions(proof.subset, subset)
+  if pos is None:
+    return None
+  hit = np.flatnonzero(np.isin(proof.support, subset))  # H, in K's order.
+  y_s = y[pos]
+  y_h = y[positions(proof.support[hit], subset)] - threshold
+  mu_hi = proof.mu[hit] + proof.mu_err[hit]
+  mu_lo = np.maximum(proof.mu[hit] - proof.mu_err[hit], 0.0)
+  terms = np.concatenate([y_s * proof.lam, -np.abs(y_s) * proof.lam_err,
+                          -np.maximum(y_h, 0.0) * mu_hi,
+                          np.maximum(-y_h, 0.0) * mu_lo, [-threshold]])
+  slack = _upper(_gamma(terms.size + 2) * np.abs(terms).sum(), terms.size)
+  g = float(terms.sum()) - slack
+  if not (g >= 0.0 and _upper(mu_hi.sum(), hit.size + 1) < 1.0):
+    return None
+  return {"ok": True, "kind": "global", "t_lower": threshold + g,
+          "dual_value": float(y_s @ proof.lam), "margin": -g,
+          "support": int(proof.support.size - hit.size),
+          "inherited_from_m": int(proof.subset.size), "moved_rows": int(
+              hit.size), "proof": None}
+
+
+def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
+                       subset, y, threshold: float) -> np.ndarray | None:
+  """An embedding for S ⊂ S' from S''s certified one (module docstring):
+  y on S, the midpoint of the parent's upper bound and the threshold on
+  S' minus S. None if S is not inside S' or the parent has no slack."""
+  parent_subset = np.asarray(parent_subset)
+  pos = positions(subset, parent_subset)
+  if pos is None or not parent_upper < threshold:
+    return None
+  x = np.asarray(parent_x, np.float64)
+  target = facts.rows(parent_subset) @ x  # Others than S keep their order.
+  dropped = np.ones(parent_subset.size, bool)
+  dropped[pos] = False
+  target[dropped] = 0.5 * (parent_upper + threshold)
+  target[pos] = np.asarray(y, np.float64)
+  return x + facts.rowspace(parent_subset,
+                            target - facts.rows(parent_subset) @ x)[0]
+
+
+# Pseudo-count of each position in a family's histogram of transitions:
+# replaying paper-size Figure 1's 100 chains per problem, in order, each
+# chain learning from those finished 32 chains before it, a bisection ran
+# 5.0 members per chain, weights with 1.0 ran 3.7-3.8, with 0.3 3.4-3.5.
+PRIOR = 0.3
+
+
+class Feed:
+  """Hands the instances of nested chains to the stream (stream.Feed).
+
+  Per chain: lo / hi, the positions (by m) of its largest member known
+  FEASIBLE and smallest known INFEASIBLE. A free slot gets, from a chain
+  with no member running (one already started first: depth first, so the
+  first chains finish early; fresh ones in the order they first appear),
+  the member of (lo, hi) that halves the chance of where the chain's
+  transition lies: the transitions of the finished chains of its family
+  (same m values and threshold) weight the positions, `PRIOR` each (with
+  none finished: bisection). Members outside (lo, hi) are offered to `settle` (index -> a verdict, or None)
+  whenever their chain learns something; those it settles never take a
+  slot. A slot is given a member of a busy chain only when no other is
+  left (force). Instances without a chain run first, in order.
+  `learn` records a decided instance's evidence; `infeasible` carries a
+  dual proof up to another member, `below` names the members a FEASIBLE
+  one can carry its embedding down to (topm.solve's checks)."""
+
+  def __init__(self, instances, settle):
+    self.instances, self.settle = instances, settle
+    self.proofs = collections.defaultdict(list)  # chain -> [DualProof].
+    members = collections.defaultdict(list)
+    for i, inst in enumerate(instances):
+      if inst.chain is not None:
+        members[inst.chain].append(i)
+    self.members = {c: sorted(ix, key=lambda i: instances[i].subset.size)
+                    for c, ix in members.items()}
+    self.where = {i: (c, p) for c, ix in self.members.items()
+                  for p, i in enumerate(ix)}
+    self.alone_all = [i for i, inst in enumerate(instances)
+                      if inst.chain is None]
+    self.alone = self.alone_all[::-1]  # pop() takes the next one.
+    self.queued = set(range(len(instances)))
+    self.solving = set()
+    self.lo = {c: -1 for c in self.members}
+    self.hi = {c: len(ix) for c, ix in self.members.items()}
+    self.runs = collections.Counter()  # chain -> members run.
+    self.started = {}  # Chains with a member run (ordered dicts as sets).
+    self.fresh = dict.fromkeys(self.members)
+    self.dirty = set()
+    self.family = {c: (instances[ix[0]].threshold, tuple(
+        instances[i].subset.size for i in ix))
+                   for c, ix in self.members.items()}
+    self.seen = collections.defaultdict(collections.Counter)  # family ->
+    # {last FEASIBLE position: finished chains}.
+    self.finished_runs = []  # Members run by each finished chain.
+
+  def left(self) -> bool:
+    return bool(self.queued)
+
+  def next(self, force: bool):
+    done = []
+    for chain in self.dirty:
+      done += self._settle(chain)
+    self.dirty.clear()
+    if self.alone:
+      return done, self._hand(self.alone.pop())
+    # Depth first: a started chain before a fresh one, so chains finish
+    # (and teach the next ones where transitions lie) while ~batch run.
+    for chain in list(self.started) + list(self.fresh):
+      if self._running(chain) and not force:
+        continue
+      j = self._probe(chain)
+      if j is None:
+        self.started.pop(chain, None)
+        continue
+      self.fresh.pop(chain, None)
+      self.started[chain] = True
+      self.runs[chain] += 1
+      return done, self._hand(j)
+    return done, -1
+
+  def _running(self, chain) -> bool:
+    return any(i in self.solving for i in self.members[chain])
+
+  def _hand(self, index: int) -> int:
+    self.queued.discard(index)
+    self.solving.add(index)
+    return index
+
+  def _settle(self, chain) -> list:
+    """Members outside (lo, hi) that `settle` decides, with verdicts."""
+    out = []
+    for p, i in enumerate(self.members[chain]):
+      if i in self.queued and not self.lo[chain] < p < self.hi[chain]:
+        verdict = self.settle(i)
+        if verdict is not None:
+          self.queued.discard(i)
+          out.append((i, verdict))
+    return out
+
+  def _probe(self, chain):
+    """The queued member of (lo, hi) nearest the weighted median of the
+    chain's transition (else any queued member); None if none is left."""
+    ix, lo, hi = self.members[chain], self.lo[chain], self.hi[chain]
+    inside = [p for p in range(lo + 1, hi) if ix[p] in self.queued]
+    if not inside:  # Members a carried certificate missed: their middle,
+      inside = [p for p, i in enumerate(ix) if i in self.queued]  # whose
+      return ix[inside[len(inside) // 2]] if inside else None  # FEASIBLE
+      # embedding (more slack than lo's) may carry down to the lower half.
+    seen = self.seen[self.family[chain]]
+    weights = np.array([PRIOR + seen[q] for q in range(lo, hi)])  # q: the
+    above = np.cumsum(weights[::-1])[::-1] / weights.sum()  # last FEASIBLE.
+    # above[k] = P(q >= lo + k): the chance that position lo + k is FEASIBLE.
+    best = min(inside, key=lambda p: abs(above[p - lo] - 0.5))
+    return ix[best]
+
+  def learn(self, index: int, verdict: str, cert: dict | None) -> None:
+    """Instance `index` is decided (its certificate dict, if any)."""
+    self.queued.discard(index)
+    self.solving.discard(index)
+    if index not in self.where:
+      return
+    chain, p = self.where[index]
+    if verdict == "feasible":
+      self.lo[chain] = max(self.lo[chain], p)
+    elif verdict == "infeasible":
+      self.hi[chain] = min(self.hi[chain], p)
+      if cert and cert.get("proof") is not None:
+        self.proofs[chain].append(cert["proof"])
+    self.dirty.add(chain)
+    ix = self.members[chain]
+    if not any(i in self.queued or i in self.solving for i in ix):
+      self.seen[self.family[chain]][self.lo[chain]] += 1
+      self.finished_runs.append(self.runs[chain])
+
+  def below(self, index: int) -> list[int]:
+    """The queued members of its chain with smaller m."""
+    if index not in self.where:
+      return []
+    chain, p = self.where[index]
+    return [i for i in self.members[chain][:p] if i in self.queued]
+
+  def infeasible(self, index: int) -> dict | None:
+    """A global certificate carried up from a smaller INFEASIBLE member."""
+    inst = self.instances[index]
+    for proof in self.proofs.get(inst.chain, ()):
+      if proof.subset.size < inst.subset.size:
+        cert = inherit_infeasible(proof, inst.subset, inst.y, inst.threshold)
+        if cert is not None:
+          return cert
+    return None
+
+  def expected_runs(self) -> int:
+    """Members expected to run in all: those run so far plus, per open
+    chain, the mean run by the finished ones (log2 of its size before 3
+    have finished) less its own."""
+    per_chain = (np.mean(self.finished_runs) if len(self.finished_runs) >= 3
+                 else None)
+    total = len(self.alone_all)
+    for chain, ix in self.members.items():
+      if any(i in self.queued or i in self.solving for i in ix):
+        guess = per_chain or np.ceil(np.log2(len(ix) + 1))
+        total += max(self.runs[chain], guess)
+      else:
+        total += self.runs[chain]
+    return int(round(total))

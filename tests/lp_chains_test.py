@@ -1,0 +1,280 @@
+"""Nested subsets along m (lp.chains): carried verdicts against HiGHS."""
+
+import collections
+
+from absl.testing import absltest
+import numpy as np
+
+from bottleneck import topm
+from bottleneck.io import matrices
+from bottleneck.lp import certificates, chains, exact, records
+from bottleneck.lp import facts as lp_facts
+from bottleneck.lp.instances import Instance
+
+
+def _t_star(a, subset, y):
+  """t* of min t s.t. A_S x = y, A_R x <= t by HiGHS (the reference)."""
+  return exact.solve(np.asarray(a, np.float64), np.asarray(subset),
+                     np.asarray(y, np.float64))["t"]
+
+
+def _proof(a, subset, y, threshold):
+  """The enclosed global certificate of an INFEASIBLE S from HiGHS's duals."""
+  mu = exact.solve(a, subset, y)["mu"]
+  cert = certificates.check_infeasible_global(a, subset, y, mu, threshold)
+  assert cert["ok"], cert
+  return cert["proof"]
+
+
+class InheritInfeasibleTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.a = matrices.random(160, 12, seed=3).astype(np.float64)
+    self.first = np.random.default_rng(15).permutation(160)
+    self.subset = self.first[:4]  # t* = 1.12: INFEASIBLE, near the threshold.
+    self.proof = _proof(self.a, self.subset, np.ones(4), 1.0)
+
+  def test_a_carried_bound_is_below_highs_t_star(self):
+    rng = np.random.default_rng(0)
+    carried = 0
+    for m in range(5, 9):  # S' ⊃ S with other targets on all of S'.
+      bigger = self.first[:m]
+      for _ in range(6):
+        y = rng.uniform(0.8, 1.2, m)
+        cert = chains.inherit_infeasible(self.proof, bigger, y, 1.0)
+        if cert is not None:
+          carried += 1
+          self.assertTrue(cert["ok"])
+          self.assertGreaterEqual(cert["t_lower"], 1.0)
+          self.assertLessEqual(cert["t_lower"],
+                               _t_star(self.a, bigger, y) * (1 + 1e-9))
+      # Equal targets: an INFEASIBLE S makes every S' ⊃ S INFEASIBLE.
+      self.assertIsNotNone(chains.inherit_infeasible(self.proof, bigger,
+                                                     np.ones(m), 1.0))
+    self.assertGreater(carried, 12)
+
+  def test_rows_of_the_support_that_join_s_move_to_the_left(self):
+    # S' = S + 2 rows of K with targets c: for c around 1.6-1.8 S' is
+    # FEASIBLE (HiGHS) though y_S^T lam* >= 1 still: only the moved rows'
+    # term (c - 1) mu*_h tells the two apart.
+    bigger = np.concatenate([self.subset, self.proof.support[:2]])
+    outcomes = collections.Counter()
+    for c in np.linspace(0.2, 3.0, 15):
+      y = np.concatenate([np.ones(4), [c, c]])
+      t_star = _t_star(self.a, bigger, y)
+      cert = chains.inherit_infeasible(self.proof, bigger, y, 1.0)
+      outcomes[cert is not None, t_star >= 1.0] += 1
+      if cert is not None:
+        self.assertEqual(cert["moved_rows"], 2)
+        self.assertLessEqual(cert["t_lower"], t_star * (1 + 1e-9))
+    self.assertGreater(outcomes[True, True], 3)
+    self.assertGreater(outcomes[False, False], 0)  # FEASIBLE S': declined.
+    self.assertEqual(outcomes[True, False], 0)
+
+  def test_not_a_superset_is_declined(self):
+    other = np.concatenate([self.first[1:4], self.first[20:23]])
+    self.assertIsNone(chains.inherit_infeasible(self.proof, other,
+                                                np.ones(6), 1.0))
+
+  def test_positions(self):
+    np.testing.assert_array_equal(chains.positions([7, 3], [3, 9, 7]), [2, 0])
+    self.assertIsNone(chains.positions([7, 4], [3, 9, 7]))
+
+
+class NestedSweepTest(absltest.TestCase):
+
+  def test_every_verdict_agrees_with_highs_and_most_are_carried(self):
+    a = matrices.random(300, 20, seed=1)
+    m_values = list(range(2, 20, 2))
+    out = topm.sweeps(a, m_values, 4, ("logits", "probs"), seed=3,
+                      nested=True, batch=4)
+    sources = collections.Counter()
+    for problem, recs in out.items():
+      for trial in range(4):
+        subsets = [recs[i]["trials_detail"][trial]["subset"]
+                   for i in range(len(m_values))]
+        for small, big in zip(subsets, subsets[1:]):  # Nested prefixes.
+          self.assertEqual(big[:len(small)], small)
+      for rec in recs:
+        for detail in rec["trials_detail"]:
+          self.assertNotIn("_cert", detail)
+          sources[detail["source"]] += 1
+          if problem != "logits":
+            continue
+          t_star = _t_star(a, detail["subset"], np.ones(rec["m"]))
+          self.assertEqual(detail["verdict"],
+                           "feasible" if t_star < 1.0 else "infeasible")
+      if problem == "logits":  # Monotone along each chain.
+        for trial in range(4):
+          sides = [r["trials_detail"][trial]["verdict"] for r in recs]
+          self.assertEqual(sides, sorted(sides))  # feasible < infeasible
+    self.assertGreater(sources["chain"], sources["admm"])
+    alone = topm.sweep(a, m_values, 4, "probs", seed=3, batch=4)  # Nested
+    for got, want in zip(out["probs"], alone):  # by default; its own rng.
+      self.assertEqual([t["subset"] for t in got["trials_detail"]],
+                       [t["subset"] for t in want["trials_detail"]])
+      self.assertEqual(got["feasible"], want["feasible"])
+
+  def test_a_probs_verdict_carried_down_is_checked_at_its_own_targets(self):
+    a = matrices.random(300, 20, seed=1)
+    out = topm.sweep(a, [3, 6, 9], 3, "probs", seed=2, nested=True, batch=2)
+    for rec in out:
+      for detail in rec["trials_detail"]:
+        if detail["source"] == "chain" and detail["verdict"] == "feasible":
+          self.assertLess(detail["rest_mass"], 0.1)
+
+  def test_one_chain_with_a_batch_larger_than_it_finishes(self):
+    # Every member waits for the one being solved; a free slot must not
+    # wait forever (stream.take forces one).
+    a = matrices.random(300, 20, seed=1)
+    out = topm.sweep(a, list(range(2, 19)), 1, seed=4, nested=True, batch=8)
+    self.assertEqual(sum(r["undecided"] for r in out), 0)
+
+  def test_nested_with_given_subsets_is_an_error(self):
+    a = matrices.random(300, 20, seed=1)
+    with self.assertRaisesRegex(ValueError, "nested"):
+      topm.sweep(a, [3], 2, subsets=[[1, 2, 3], [4, 5, 6]], nested=True)
+
+
+def _chain_instances(chains_count, size, threshold=1.0):
+  return [Instance(np.arange(m), np.ones(m), threshold, chain=c)
+          for c in range(chains_count) for m in range(1, size + 1)]
+
+
+class _Oracle:
+  """Drives a Feed as the stream would, on chains whose verdict is FEASIBLE
+  up to a given position: settles a member iff its chain's bounds decide
+  it (as carried certificates would)."""
+
+  def __init__(self, instances, last_feasible):
+    self.instances, self.last = instances, last_feasible
+    self.feed = chains.Feed(instances, self.settle)
+
+  def side(self, index):
+    inst = self.instances[index]
+    return ("feasible" if inst.subset.size - 1 <= self.last[inst.chain]
+            else "infeasible")
+
+  def settle(self, index):
+    chain, p = self.feed.where[index]
+    if p < self.feed.lo[chain] or p > self.feed.hi[chain]:
+      return {"verdict": self.side(index)}
+    return None
+
+  def run_one_at_a_time(self):
+    runs = []
+    while self.feed.left():
+      done, j = self.feed.next(force=False)
+      for i, verdict in done:
+        self.feed.learn(i, verdict["verdict"], None)
+      if j >= 0:
+        runs.append(j)
+        self.feed.learn(j, self.side(j), None)
+    return runs
+
+
+class FeedTest(absltest.TestCase):
+
+  def test_a_monotone_chain_runs_a_bisection_and_settles_the_rest(self):
+    insts = _chain_instances(1, 30)
+    oracle = _Oracle(insts, {0: 12})
+    runs = oracle.run_one_at_a_time()
+    self.assertLessEqual(len(runs), 5)  # ceil(log2(31))
+    self.assertFalse(oracle.feed.left())
+    self.assertEqual(oracle.feed.lo[0], 12)
+    self.assertEqual(oracle.feed.hi[0], 13)
+
+  def test_finished_chains_teach_the_next_where_to_probe(self):
+    insts = _chain_instances(12, 30)
+    oracle = _Oracle(insts, {c: 20 for c in range(12)})
+    runs = oracle.run_one_at_a_time()
+    per_chain = collections.Counter(insts[j].chain for j in runs)
+    self.assertEqual(per_chain[0], 5)  # No history: a bisection.
+    self.assertLessEqual(per_chain[11], 2)  # Straight to 20 and 21.
+
+  def test_a_started_chain_goes_before_a_fresh_one_and_force_fills(self):
+    insts = _chain_instances(2, 7)
+    feed = chains.Feed(insts, lambda i: None)
+    _, first = feed.next(False)
+    self.assertEqual(insts[first].chain, 0)
+    _, second = feed.next(False)  # Chain 0 is busy: chain 1 starts.
+    self.assertEqual(insts[second].chain, 1)
+    self.assertEqual(feed.next(False), ([], -1))  # Both busy: wait.
+    feed.learn(first, "feasible", None)
+    _, third = feed.next(False)
+    self.assertEqual(insts[third].chain, 0)
+    self.assertEqual(feed.next(False), ([], -1))
+    _, forced = feed.next(True)  # Unless a slot would idle.
+    self.assertGreaterEqual(forced, 0)
+    self.assertNotIn(forced, (first, second, third))
+
+  def test_instances_alone_run_first_and_all_run(self):
+    insts = [Instance(np.arange(3), np.ones(3), 1.0)] * 3 + _chain_instances(
+        1, 3)
+    feed = chains.Feed(insts, lambda i: None)
+    handed = [feed.next(False)[1] for _ in range(4)]
+    self.assertEqual(handed[:3], [0, 1, 2])
+    self.assertEqual(feed.expected_runs(), 3 + 2)
+
+
+class PiecesTest(absltest.TestCase):
+
+  def test_a_chain_member_inside_a_full_rank_one_skips_its_rank_check(self):
+    a = matrices.random(50, 6, seed=0).astype(np.float64)
+    a[5] = a[1] + a[2]  # Rows 1, 2, 5 are dependent.
+    facts = lp_facts.MatrixFacts(a)
+    inside = [Instance(np.array(s), np.ones(len(s)), 1.0, chain=0)
+              for s in ([1, 2], [1, 2, 3, 4])]
+    records.check_subsets(facts, inside)  # Full rank: no error.
+    bad = inside + [Instance(np.array([1, 2, 5]), np.ones(3), 1.0, chain=1)]
+    with self.assertRaisesRegex(ValueError, "dependent"):
+      records.check_subsets(facts, bad)
+    chained_bad = [Instance(np.array(s), np.ones(len(s)), 1.0, chain=0)
+                   for s in ([1, 2], [1, 2, 5])]
+    with self.assertRaisesRegex(ValueError, "dependent"):
+      records.check_subsets(facts, chained_bad)
+
+  def test_primed_scores_are_served_from_the_cache(self):
+    a = matrices.random(200, 16, seed=0)
+    facts = lp_facts.MatrixFacts(a)
+    xs = np.random.default_rng(0).standard_normal((3, 16))
+    facts.prime(xs)
+    gemm = a @ xs.astype(np.float32).T
+    facts.source = np.zeros_like(a)  # Only a primed point still scores.
+    for x, column in zip(xs, gemm.T):
+      np.testing.assert_array_equal(facts.scores(x), column)
+
+  def test_far_logits_enter_as_upper_bounds(self):
+    a = matrices.random(400, 16, seed=0)
+    facts = lp_facts.MatrixFacts(a, float64_bytes=0)  # Kept float32.
+    x = np.random.default_rng(1).standard_normal(16)
+    exact_logits = a.astype(np.float64) @ x
+    subset = np.array([0, 1, 2])
+    for far in (0.0, 40.0):
+      got = certificates._logits_or_upper_bounds(facts, subset, x, 10.0, far)
+      self.assertTrue(np.all(got >= exact_logits - 1e-12))
+      near = got - exact_logits < 1e-12
+      self.assertTrue(near[subset].all())
+      if far == 0.0:
+        self.assertGreater((~near).sum(), 300)  # Most rows: their bounds.
+
+  def test_eta_counts_settled_instances_at_their_host_cost(self):
+    runs = {False: 2}
+    cost = records.CostModel([False] * 5, batch=1, cap=100,
+                             runs=lambda: runs)
+    cost.finished(0, 50, 0.1, (), 50)
+    cost.finished(1, 50, 0.1, (), 100)
+    cost.finished(2, 0, 0.01, (), 100)
+    # Two left, none expected to run (both runs done): settled, 0.01 s each.
+    self.assertAlmostEqual(cost.eta(), 2 * 0.01, delta=1e-9)
+    runs[False] = 3  # One more run expected: its iterations and host time.
+    self.assertGreater(cost.eta(), 0.1)
+    plain = records.CostModel([False] * 5, batch=1, cap=100)
+    plain.finished(0, 50, 0.1, (), 50)
+    plain.finished(1, 50, 0.1, (), 100)
+    self.assertGreater(plain.eta(), cost.eta())
+
+
+if __name__ == "__main__":
+  absltest.main()
