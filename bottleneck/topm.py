@@ -281,11 +281,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                     verify=verify if objective == "decide" else None,
                     feed=known if chained else None)
   cost = records.CostModel(  # An open instance ends at the finish or cap.
-      [it.chain is None for it in queue] if chained else
       [it.subset.size for it in queue], batch,
       min(settings.max_iters, finish_after or settings.max_iters),
-      (lambda: {False: known.expected_runs() - len(known.alone_all),
-                True: len(known.alone_all)}) if chained else None)
+      known.expected_runs if chained else None)
   trimmed = time.perf_counter()
   with _host_blas(mesh):  # The host checks run as the stream pulls.
     for done, out in enumerate(runs, start=1):

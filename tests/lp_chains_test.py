@@ -215,7 +215,9 @@ class FeedTest(absltest.TestCase):
     feed = chains.Feed(insts, lambda i: None)
     handed = [feed.next(False)[1] for _ in range(4)]
     self.assertEqual(handed[:3], [0, 1, 2])
-    self.assertEqual(feed.expected_runs(), 3 + 2)
+    # The 3 alone and the chain's middle ran; one more of its two others
+    # will (its verdict decides the other), half a run on each m.
+    self.assertEqual(feed.expected_runs(), {1: 0.5, 2: 1, 3: 3.5})
 
 
 class PiecesTest(absltest.TestCase):
@@ -260,17 +262,16 @@ class PiecesTest(absltest.TestCase):
         self.assertGreater((~near).sum(), 300)  # Most rows: their bounds.
 
   def test_eta_counts_settled_instances_at_their_host_cost(self):
-    runs = {False: 2}
-    cost = records.CostModel([False] * 5, batch=1, cap=100,
-                             runs=lambda: runs)
+    runs = {7: 2}
+    cost = records.CostModel([7] * 5, batch=1, cap=100, runs=lambda: runs)
     cost.finished(0, 50, 0.1, (), 50)
     cost.finished(1, 50, 0.1, (), 100)
     cost.finished(2, 0, 0.01, (), 100)
     # Two left, none expected to run (both runs done): settled, 0.01 s each.
     self.assertAlmostEqual(cost.eta(), 2 * 0.01, delta=1e-9)
-    runs[False] = 3  # One more run expected: its iterations and host time.
+    runs[7] = 3  # One more run expected: its iterations and host time.
     self.assertGreater(cost.eta(), 0.1)
-    plain = records.CostModel([False] * 5, batch=1, cap=100)
+    plain = records.CostModel([7] * 5, batch=1, cap=100)
     plain.finished(0, 50, 0.1, (), 50)
     plain.finished(1, 50, 0.1, (), 100)
     self.assertGreater(plain.eta(), cost.eta())

@@ -97,15 +97,15 @@ class CostModel:
 
   Chains (lp.chains): an instance finished with 0 iterations was settled
   from its chain, not run. `runs` = {key: how many instances of that key
-  are expected to run}, or a callable returning it at each update (keys:
-  chained or not; lp.chains.Feed.expected_runs); the others are expected
-  to be settled, at the mean host seconds of the settled ones."""
+  are expected to run in all}, or a callable returning it at each update
+  (lp.chains.Feed.expected_runs); the others are expected to be settled,
+  at the mean host seconds of the settled ones."""
 
   def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000,
                runs: dict | None = None):
     """`cap`: the age at which an open instance ends (the iteration cap,
     or the age of the exact finish). `m_of_instance`: each instance's key
-    (its m, or whether it is alone with `runs`)."""
+    (its m)."""
     self.m = list(m_of_instance)
     self.batch, self.cap, self.runs = max(batch, 1), cap, runs
     self.left = collections.Counter(self.m)  # Unfinished instances per m.
