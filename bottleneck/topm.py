@@ -6,8 +6,9 @@ embedding makes S the m most likely tokens (the problems of
 probabilities). This module composes the pieces of `bottleneck.lp`:
 
   instances -> stream (batched ADMM, jitted once, batch axis sharded over
-  devices) -> certificates (every candidate checked in float64) -> exact
-  (HiGHS settles UNDECIDED ones on request, checked the same way)
+  devices; nested subsets fed by chains) -> certificates (every candidate
+  checked in float64) -> exact (HiGHS settles UNDECIDED ones on request,
+  checked the same way)
 
   python -m bottleneck.topm --matrix=random --N=4096 --d=256 --m=20..60:10 \
       --trials=20 --problem=logits --format=json
@@ -58,6 +59,10 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   Instances enter the slots in a fixed pseudo-random order: a sweep listed
   by m would otherwise run its easy small-m instances first (an ETA that
   is far too short) and bunch the transition band's slow ones together.
+  In decide mode, instances with a `chain` (nested subsets: `sweeps`)
+  enter through lp.chains.Feed instead: a few per chain run, probing for
+  its transition, and the others are settled from their certificates
+  (`source` 'chain', 0 iterations; each checked in float64).
 
   objective 'solve': each instance runs until a certified bracket on t*
   is within `tolerance` (relative; bottleneck.lp.bracket), or -inf with a
@@ -250,18 +255,19 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                                     inst.threshold)
       if x is not None and child not in ready:
         jobs.append((child, x))
-    if not jobs:
-      return
-    primed = time.perf_counter()
-    facts.prime([certificates.projected(facts, queue[c].subset, queue[c].y,
-                                        x) for c, x in jobs])
-    share = (time.perf_counter() - primed) / len(jobs)
-    for child, x in jobs:  # (check_feasible projects x the same way.)
-      start = time.perf_counter() - share
-      out = records.verify(facts, queue[child], "feasible", x, None, early,
-                           delta)
-      if out[0] == "feasible":
-        ready[child] = records.detail(queue[child], *out, "chain", 0, start)
+    for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
+      chunk = jobs[first:first + facts.score_slots]
+      primed = time.perf_counter()
+      facts.prime([certificates.projected(facts, queue[c].subset,
+                                          queue[c].y, x) for c, x in chunk])
+      share = (time.perf_counter() - primed) / len(chunk)
+      for child, x in chunk:  # (check_feasible projects x the same way.)
+        start = time.perf_counter() - share
+        out = records.verify(facts, queue[child], "feasible", x, None,
+                             early, delta)
+        if out[0] == "feasible":
+          ready[child] = records.detail(queue[child], *out, "chain", 0,
+                                        start)
 
   def settle(index):  # A verdict its chain implies (lp.chains), or None.
     start = time.perf_counter()
