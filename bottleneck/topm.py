@@ -420,13 +420,14 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
   `default_rng(seed)`, so each curve is the one `sweep(..., problem, seed)`
   gives. Returns {problem: records}.
 
-  `nested` (None: True unless `subsets` are given): trial k's subsets are the first m tokens of one random
-  permutation (S_m ⊂ S_m' for m < m'; each still a uniform random
-  m-subset, so each m's fraction estimates the same probability, while
-  the curve's points become correlated along m; for 'probs' the first m
-  of one trial's U[0.1, 1.1] draws are its p, likewise). The instances of a trial
-  then form a chain (lp.chains): most are decided from the certificates
-  of the few solved around the trial's transition.
+  `nested` (None: True unless `subsets` are given): trial k's subsets
+  are the first m tokens of one random permutation (S_m ⊂ S_m' for
+  m < m'; each still a uniform random m-subset, so each m's fraction
+  estimates the same probability, while the curve's points become
+  correlated along m; for 'probs' the first m of one trial's U[0.1, 1.1]
+  draws are its p, likewise). A trial's instances then form a chain
+  (lp.chains): most are decided from the certificates of the few solved
+  around the trial's transition.
   """
   eps, delta = prescribed.check_eps_delta(eps, delta)
   if isinstance(m_values, dict):
