@@ -69,7 +69,9 @@ def figure1(config, outdir: str) -> Section:
   size_note = ("the paper's size" if (c.N, c.d) == (50257, 768)
                else "a reduced size")
   body = "\n\n".join([
-      f"Random {c.N}x{c.d} Gaussian OPM, {c.trials} random subsets per m. "
+      f"Random {c.N}x{c.d} Gaussian OPM, {c.trials} random subsets per m "
+      "(nested along m: trial k's are prefixes of one permutation, so the "
+      "points are correlated; most verdicts carry from a few LPs). "
       "`logits`: S can be made the top m with equal logits (t* < 1); "
       f"`probs`: prescribed probabilities U[0.1, 1.1] with eps = {c.eps}, "
       f"delta = {c.delta}. Closed-form bound (row space only): m* = "
