@@ -1,6 +1,7 @@
 """Nested subsets along m (lp.chains): carried verdicts against HiGHS."""
 
 import collections
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
@@ -260,6 +261,21 @@ class PiecesTest(absltest.TestCase):
       self.assertTrue(near[subset].all())
       if far == 0.0:
         self.assertGreater((~near).sum(), 300)  # Most rows: their bounds.
+
+  def test_eta_prices_a_chains_runs_to_come_at_least_as_the_last_ones(self):
+    # A chain runs its hard members (near its transition) last: the two
+    # m = 5 runs to come cost the mean of the recent runs (55), not the
+    # 10 of the m = 5 runs so far.
+    clock = iter([0.0, 1.0, 2.0, 3.0])
+    with mock.patch.object(records.time, "perf_counter",
+                           lambda: next(clock)):
+      cost = records.CostModel([5, 5, 5, 5, 7, 7], batch=1, cap=1000,
+                               runs={5: 4, 7: 2})
+      for index, iterations, at in ((0, 10, 10), (1, 10, 20), (4, 100, 120),
+                                    (5, 100, 220)):
+        cost.finished(index, iterations, 0.0, (), at)
+    tau = 3.0 / (220 - 10)
+    self.assertAlmostEqual(cost.eta(), 2 * 55 * tau, places=9)
 
   def test_eta_counts_settled_instances_at_their_host_cost(self):
     runs = {7: 2}

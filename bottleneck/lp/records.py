@@ -78,6 +78,9 @@ def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
   return out
 
 
+RECENT = 64  # Runs whose mean prices a chained stream's runs to come.
+
+
 class CostModel:
   """The LP's ETA for a stream of `batch` slots.
 
@@ -99,7 +102,11 @@ class CostModel:
   from its chain, not run. `runs` = {key: how many instances of that key
   are expected to run in all}, or a callable returning it at each update
   (lp.chains.Feed.expected_runs); the others are expected to be settled,
-  at the mean host seconds of the settled ones."""
+  at the mean host seconds of the settled ones. A chain runs its members
+  nearest its transition (the hard ones) last, so runs to come are priced
+  at least at the mean of the last `RECENT` runs: with per-m means alone
+  the ETA ran 30-40 % short on SmolLM2's head (3 of 33 progress lines
+  within 25 % of the time left; 26 of 31 with this)."""
 
   def __init__(self, m_of_instance, batch: int = 1, cap: int = 5000,
                runs: dict | None = None):
@@ -114,6 +121,8 @@ class CostModel:
     self.host = collections.Counter()  # Host seconds per m (run).
     self.settled = collections.Counter()  # Settled instances per key,
     self.settled_host = 0.0  # and their host seconds in all.
+    self.recent = collections.deque(maxlen=RECENT)  # (iterations, host
+    # seconds) of the last runs: chains run their hard members last.
     self.t0 = self.t_last = self.clock0 = None
     self.clock = 0
     self.host_after_t0 = 0.0
@@ -140,6 +149,7 @@ class CostModel:
     self.sum[m] += max(iterations, 1)
     self.count[m] += 1
     self.host[m] += host_seconds
+    self.recent.append((max(iterations, 1), host_seconds))
     self.running = tuple(running)
 
   def eta(self) -> float | None:
@@ -160,6 +170,8 @@ class CostModel:
     work = path = host = 0.0
     settle_host = self.settled_host / max(sum(self.settled.values()), 1)
     runs = self.runs() if callable(self.runs) else self.runs
+    recent_mean = np.mean([r[0] for r in self.recent]) if self.recent else 0
+    recent_host = np.mean([r[1] for r in self.recent]) if self.recent else 0
     for m, n in self.left.items():
       if not n:
         continue
@@ -170,12 +182,14 @@ class CostModel:
         rest = max(mean, expect(age)) - age
         work, path = work + rest, max(path, rest)
       queued = n - len(ages[m])
-      to_run = queued if runs is None else min(queued, max(
-          0, runs.get(m, 0) - seen))
+      host_m = self.host[m] / self.count[m] if self.count[m] else every_host
+      to_run = queued
+      if runs is not None:  # A chain's later runs are nearer its
+        to_run = min(queued, max(0, runs.get(m, 0) - seen))  # transition:
+        mean = max(mean, recent_mean)  # priced at least as the last ones.
+        host_m = max(host_m, recent_host)
       work += to_run * mean
-      host += (n - queued + to_run) * (
-          self.host[m] / self.count[m] if self.count[m] else every_host) + (
-              queued - to_run) * settle_host
+      host += (n - queued + to_run) * host_m + (queued - to_run) * settle_host
     return tau * max(path, work / self.batch) + host
 
 
