@@ -249,11 +249,13 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   def carry_down(index, cert):  # lp.chains: a solved FEASIBLE member's
     parent, jobs = queue[index], []  # embedding, carried to every member
     for child in known.below(index):  # below it, all checked at once.
+      if child in ready:
+        continue
       inst = queue[child]
       x = chains.feasible_candidate(facts, parent.subset, cert["x"],
                                     cert["t_upper"], inst.subset, inst.y,
                                     inst.threshold)
-      if x is not None and child not in ready:
+      if x is not None:
         jobs.append((child, x))
     for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
       chunk = jobs[first:first + facts.score_slots]

@@ -100,13 +100,10 @@ def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
   if pos is None or not parent_upper < threshold:
     return None
   x = np.asarray(parent_x, np.float64)
-  target = facts.rows(parent_subset) @ x  # Others than S keep their order.
-  dropped = np.ones(parent_subset.size, bool)
-  dropped[pos] = False
-  target[dropped] = 0.5 * (parent_upper + threshold)
-  target[pos] = np.asarray(y, np.float64)
-  return x + facts.rowspace(parent_subset,
-                            target - facts.rows(parent_subset) @ x)[0]
+  now = facts.rows(parent_subset) @ x
+  target = np.full(parent_subset.size, 0.5 * (parent_upper + threshold))
+  target[pos] = np.asarray(y, np.float64)  # S' minus S: the midpoint.
+  return x + facts.rowspace(parent_subset, target - now)[0]
 
 
 # Pseudo-count of each position in a family's histogram of transitions:
