@@ -8,7 +8,7 @@ import numpy as np
 
 from bottleneck import topm
 from bottleneck.io import matrices
-from bottleneck.lp import certificates, chains, exact, records
+from bottleneck.lp import certificates, chains, exact, records, transitions
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import Instance
 
@@ -219,6 +219,76 @@ class FeedTest(absltest.TestCase):
     # The 3 alone and the chain's middle ran; one more of its two others
     # will (its verdict decides the other), half a run on each m.
     self.assertEqual(feed.expected_runs(), {1: 0.5, 2: 1, 3: 3.5})
+
+
+  def test_open_chains_teach_before_any_chain_finishes(self):
+    insts = _chain_instances(12, 30)
+    feed = chains.Feed(insts, lambda i: None)
+    at = {(inst.chain, inst.subset.size - 1): i
+          for i, inst in enumerate(insts)}
+    _, first = feed.next(False)
+    self.assertEqual(first, at[0, 14])
+    feed.learn(first, "feasible", None)  # Chain 0: 14 <= q < 30.
+    for c in range(1, 12):  # None finished; 11 know 24 <= q < 27.
+      feed.learn(at[c, 24], "feasible", None)
+      feed.learn(at[c, 27], "infeasible", None)
+    _, probe = feed.next(False)
+    self.assertIn(probe, (at[0, 25], at[0, 26]))  # A bisection: 22.
+
+  def test_a_familys_first_chains_spread_their_first_probes(self):
+    insts = _chain_instances(3, 31)
+    feed = chains.Feed(insts, lambda i: None)
+    first = [insts[feed.next(False)[1]].subset.size - 1 for _ in range(3)]
+    self.assertEqual(first[0], 15)  # The median of 31 positions, then
+    self.assertGreaterEqual(max(first) - min(first), 12)  # the quartiles.
+
+  def test_a_busy_chain_is_forced_only_where_its_transition_is_likely(self):
+    insts = _chain_instances(31, 30)
+    oracle = _Oracle(insts, {c: 20 for c in range(31)})
+    feed = oracle.feed
+    while True:  # Chains 0..29 run to their end, one at a time.
+      done, j = feed.next(False)
+      for i, verdict in done:
+        feed.learn(i, verdict["verdict"], None)
+      if insts[j].chain == 30:
+        break
+      feed.learn(j, oracle.side(j), None)
+    self.assertEqual(insts[j].subset.size - 1, 20)  # Where the 30 had it.
+    _, forced = feed.next(True)  # Above 20: q = 20 is likeliest there.
+    self.assertEqual(insts[forced].subset.size - 1, 21)
+    # Left: q in -1..19 (16 %) and 21..29 (7 %), both below FORCE_MIN.
+    self.assertEqual(feed.next(True), ([], -1))
+
+
+class TransitionsTest(absltest.TestCase):
+
+  def test_exact_transitions_concentrate_the_predictive(self):
+    q = np.array([10, 11, 12, 12, 12, 13, 14] * 6)
+    pmf = transitions.predictive(q, q + 1, 30)
+    self.assertAlmostEqual(pmf.sum(), 1.0, places=12)
+    self.assertEqual(np.argmax(pmf) - 1, 12)  # pmf[j]: q = j - 1.
+    mean = (np.arange(-1, 30) * pmf).sum()
+    self.assertAlmostEqual(mean, q.mean(), delta=0.3)
+    self.assertGreater(pmf[10:16].sum(), 0.9)
+
+  def test_brackets_alone_locate_the_transitions(self):
+    # Half the chains know 8 <= q < 16, half 11 <= q < 30: q in 11..15.
+    lo = [8] * 30 + [11] * 30
+    hi = [16] * 30 + [30] * 30
+    pmf = transitions.predictive(lo, hi, 30)
+    self.assertGreater(pmf[12:17].sum(), 0.9)
+    flat = transitions.predictive([], [], 30)
+    self.assertLess(flat[12:17].sum(), 0.4)
+
+  def test_bad_brackets(self):
+    with self.assertRaisesRegex(ValueError, "brackets"):
+      transitions.predictive([5], [5], 30)
+    with self.assertRaisesRegex(ValueError, "brackets"):
+      transitions.predictive([-2], [3], 30)
+
+  def test_van_der_corput(self):
+    self.assertEqual([transitions.van_der_corput(k) for k in range(7)],
+                     [0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875])
 
 
 class PiecesTest(absltest.TestCase):

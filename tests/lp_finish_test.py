@@ -261,6 +261,23 @@ class SolveWithFinishTest(absltest.TestCase):
       self.assertTrue(det["certificate_ok"])
       self.assertEqual(det["verdict"] == "feasible", t_star < 1.0)
 
+  def test_the_streams_tail_gets_its_finish_before_it_is_due(self):
+    # 2 instances on 8 slots: the tail from the start, the host idle. The
+    # finish is due only at age 10^4, but an instance open at 4 first
+    # checks' age (40) gets it there; ADMM alone leaves these open at 45.
+    a = np.random.default_rng(6).standard_normal((2000, 32))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    insts, truth = _band_instances(a, 5, 6, 7)
+    insts, truth = [insts[1], insts[3]], [truth[1], truth[3]]
+    few = dict(settings=admm.Settings(max_iters=45), batch=8, first_check=10)
+    alone = topm.solve(a, insts, finish_after=None, **few)
+    self.assertEqual([d["verdict"] for d in alone], ["undecided"] * 2)
+    details = topm.solve(a, insts, finish_after=10**4, **few)
+    for det, t_star in zip(details, truth):
+      self.assertEqual(det["source"], "ipm")
+      self.assertTrue(det["certificate_ok"])
+      self.assertEqual(det["verdict"] == "feasible", t_star < 1.0)
+
   def test_solve_mode_bracket_closes_through_the_finish(self):
     a = np.random.default_rng(8).standard_normal((2000, 32))
     insts, truth = _band_instances(a, 10, 3, 9)

@@ -477,6 +477,34 @@ class TransformTest(absltest.TestCase):
     self.assertEqual([d["verdict"] for d in multi],
                      [d["verdict"] for d in single])
 
+  def test_decide_hears_idle_once_nothing_is_left_to_start(self):
+    # The host may spend more on a check (topm: an early exact finish) only
+    # once the feed has nothing left to start: before that, never.
+    a = _matrix(1500, 48, 3)
+    insts = _instances(a, (12, 16), 5, "logits", 2)
+    shared, _ = admm.prepare(a)
+    mesh = sharding.batch_mesh(jax.devices()[:1])
+    calls, emptied = [], []
+
+    class Feed(stream.Fifo):
+
+      def next(self, force):
+        out = super().next(force)
+        if not self.pending and not emptied:
+          emptied.append(len(calls))  # Offers made before the last start.
+        return out
+
+    def decide(index, x, u, t, age, idle):
+      del index, x, u, t
+      calls.append((age, idle))
+
+    list(stream.run(shared, insts, admm.Settings(max_iters=400), 4, 16, mesh,
+                    decide, first_check=10, feed=Feed(len(insts))))
+    idle = [flag for _, flag in calls]
+    self.assertFalse(any(idle[:emptied[0]]))
+    self.assertTrue(any(idle))
+    self.assertEqual(idle, sorted(idle))  # Idle stays idle.
+
   def test_tail_moves_to_a_smaller_batch_with_the_same_results(self):
     # Once the queue is empty, the last running slots move from 8 to 2
     # slots: each instance's iterates (and so its claim) are unchanged.

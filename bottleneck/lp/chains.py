@@ -26,9 +26,9 @@ FEASIBLE goes down. If x' certifies S' (A_{S'} x' = y', other logits <
   the caller checks it in float64 like any other embedding.
 
 `Feed` runs each chain's members in the order a bisection for its
-transition would (weighted by where the finished chains had theirs) and
-settles the others from the verdicts found; a monotone chain of 30 m
-values then runs about 3 to 5 LPs instead of 30.
+transition would (weighted by where the other chains of its family have
+theirs: lp.transitions) and settles the others from the verdicts found; a
+monotone chain of 30 m values then runs about 3 to 5 LPs instead of 30.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bottleneck.lp import transitions
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
 
 
@@ -111,6 +112,11 @@ def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
 # chain learning from those finished 32 chains before it, a bisection ran
 # 5.0 members per chain, weights with 1.0 ran 3.7-3.8, with 0.3 3.4-3.5.
 PRIOR = 0.3
+# A busy chain (members running) gets another slot only for a piece of its
+# open interval holding at least this chance of its transition. Without
+# it, slots that a busy chain fills by force walked its improbable members
+# one by one (1200 LPs of paper-size Figure 1: 10-18 runs on a chain).
+FORCE_MIN = 0.25
 
 
 class Feed:
@@ -121,13 +127,19 @@ class Feed:
   with no member running (one already started first: depth first, so the
   first chains finish early; fresh ones in the order they first appear),
   the member of (lo, hi) that halves the chance of where the chain's
-  transition lies: the transitions of the finished chains of its family
-  (same m values and threshold) weight the positions, `PRIOR` each (with
-  none finished: bisection). Members outside (lo, hi) are offered to
+  transition lies. That chance weighs each position by `PRIOR`, the
+  finished chains of its family (same m values and threshold) that had
+  their transition there, and the pooled model of the family's open
+  chains (transitions.predictive, times their number): the brackets of
+  chains still running teach before any has finished. While none has, a
+  family's first chains aim at spread quantiles (van der Corput), so
+  their verdicts span the curve. Members outside (lo, hi) are offered to
   `settle` (index -> a verdict, or None) whenever their chain learns
   something; those it settles never take a slot. A slot gets a member of
-  a busy chain only when nothing else is left (force). Instances without
-  a chain run first, in order.
+  a busy chain only when nothing else is left (force), and only in a
+  piece of (lo, hi) between its running members that holds at least
+  FORCE_MIN of the chance. Instances without a chain run first, in
+  order.
   `learn` records a decided instance's evidence; `infeasible` carries a
   dual proof up to another member, `below` names the members a FEASIBLE
   one can carry its embedding down to (topm.solve's checks)."""
@@ -159,6 +171,12 @@ class Feed:
     self.family = {c: (instances[ix[0]].threshold, tuple(
         instances[i].subset.size for i in ix))
                    for c, ix in self.members.items()}
+    self.by_family = collections.defaultdict(list)
+    for chain, family in self.family.items():
+      self.by_family[family].append(chain)
+    self.finished = set()
+    self.pilots = collections.Counter()  # family -> chains aimed at spread
+    self.weights = {}  # quantiles; family -> `_weights`, until it learns.
     self.seen = collections.defaultdict(collections.Counter)  # family ->
     # {last FEASIBLE position: finished chains}.
     self.remaining = collections.Counter()  # m -> runs expected to come,
@@ -183,7 +201,8 @@ class Feed:
         continue
       j = self._probe(chain)
       if j is None:
-        self.started.pop(chain, None)
+        if not self._running(chain):
+          self.started.pop(chain, None)
         continue
       self.fresh.pop(chain, None)
       self.started[chain] = True
@@ -216,20 +235,57 @@ class Feed:
     return out
 
   def _probe(self, chain):
-    """The queued member of (lo, hi) nearest the weighted median of the
-    chain's transition (else any queued member); None if none is left."""
+    """The queued member nearest the weighted median of the chain's
+    transition inside the likeliest piece of (lo, hi) that its members
+    running now leave (for a busy chain, only a piece at least FORCE_MIN
+    likely); else, with nothing open or running, any queued member; None
+    if there is none to run. A family's first chains, while none has
+    finished, aim at spread quantiles instead
+    (transitions.van_der_corput): the pooled model learns from them."""
     ix, lo, hi = self.members[chain], self.lo[chain], self.hi[chain]
-    inside = [p for p in range(lo + 1, hi) if ix[p] in self.queued]
-    if not inside:  # Members a carried certificate missed: their middle,
-      inside = [p for p, i in enumerate(ix) if i in self.queued]  # whose
-      return ix[inside[len(inside) // 2]] if inside else None  # FEASIBLE
-      # embedding (more slack than lo's) may carry down to the lower half.
-    seen = self.seen[self.family[chain]]
-    weights = np.array([PRIOR + seen[q] for q in range(lo, hi)])  # q: the
-    above = np.cumsum(weights[::-1])[::-1] / weights.sum()  # last FEASIBLE.
-    # above[k] = P(q >= lo + k): the chance that position lo + k is FEASIBLE.
-    best = min(inside, key=lambda p: abs(above[p - lo] - 0.5))
-    return ix[best]
+    cuts = [lo] + [p for p in range(lo + 1, hi) if ix[p] in self.solving]
+    pieces = [(a, b) for a, b in zip(cuts, cuts[1:] + [hi])
+              if any(ix[p] in self.queued for p in range(a + 1, b))]
+    if not pieces:
+      if len(cuts) > 1:  # Members running inside (lo, hi): wait for them.
+        return None
+      inside = [p for p, i in enumerate(ix) if i in self.queued]  # Members
+      return ix[inside[len(inside) // 2]] if inside else None  # a carried
+      # certificate missed: their middle, whose FEASIBLE embedding (more
+      # slack than lo's) may carry down to the lower half.
+    family = self.family[chain]
+    weights = self._weights(family)[lo + 1:hi + 1]  # q: the last FEASIBLE,
+    weights = weights / weights.sum()  # lo <= q < hi.
+    mass, a, b = max((weights[a - lo:b - lo].sum(), a, b) for a, b in pieces)
+    if len(cuts) > 1 and mass < FORCE_MIN:
+      return None
+    weights = weights[a - lo:b - lo]
+    above = np.cumsum(weights[::-1])[::-1] / weights.sum()  # above[k] =
+    # P(q >= a + k | a <= q < b): the chance that position a + k is FEASIBLE.
+    aim = 0.5
+    if chain in self.fresh and not self.seen[family]:
+      aim = transitions.van_der_corput(self.pilots[family])
+      self.pilots[family] += 1
+    inside = [p for p in range(a + 1, b) if ix[p] in self.queued]
+    return ix[min(inside, key=lambda p: abs(above[p - a] - aim))]
+
+  def _weights(self, family) -> np.ndarray:
+    """[n + 1] weights of q = -1 .. n - 1 for the family's chains: PRIOR
+    each, + the finished chains' histogram, + the open chains with a
+    bracket times the pooled model's predictive (transitions)."""
+    if family not in self.weights:
+      n = len(family[1])
+      open_ = [c for c in self.by_family[family] if c not in self.finished
+               and (self.lo[c] > -1 or self.hi[c] < n)]
+      known = [c for c in self.by_family[family]
+               if self.lo[c] > -1 or self.hi[c] < n]
+      seen = self.seen[family]
+      weights = PRIOR + np.array([seen[q] for q in range(-1, n)], float)
+      if open_:
+        weights += len(open_) * transitions.predictive(
+            [self.lo[c] for c in known], [self.hi[c] for c in known], n)
+      self.weights[family] = weights
+    return self.weights[family]
 
   def learn(self, index: int, verdict: str, cert: dict | None) -> None:
     """Instance `index` is decided (its certificate dict, if any)."""
@@ -240,6 +296,7 @@ class Feed:
       return
     chain, p = self.where[index]
     self.in_flight[chain] -= running
+    self.weights.pop(self.family[chain], None)
     if verdict == "feasible":
       self.lo[chain] = max(self.lo[chain], p)
     elif verdict == "infeasible":
@@ -249,7 +306,9 @@ class Feed:
     self.dirty.add(chain)
     self._refresh(chain)
     ix = self.members[chain]
-    if not any(i in self.queued or i in self.solving for i in ix):
+    if chain not in self.finished and not any(
+        i in self.queued or i in self.solving for i in ix):
+      self.finished.add(chain)
       self.seen[self.family[chain]][self.lo[chain]] += 1
 
   def below(self, index: int) -> list[int]:

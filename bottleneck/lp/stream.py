@@ -113,9 +113,10 @@ class Finished(NamedTuple):
 # the in-loop nomination does not hold in float64 (the slot then resumes).
 Verify = Callable[[int, str, np.ndarray, np.ndarray], object]
 # decide(index, x_rot [d], u [N] (the dual iterate; 0 off the instance's
-# working set), t (the solver's running estimate of t*), age) -> a verdict
-# object, or None to go on.
-Decide = Callable[[int, np.ndarray, np.ndarray, float, int], object]
+# working set), t (the solver's running estimate of t*), age, idle (the
+# tail: few slots run, the host has time for costlier checks)) -> a
+# verdict object, or None to go on.
+Decide = Callable[[int, np.ndarray, np.ndarray, float, int, bool], object]
 
 
 class Feed(Protocol):
@@ -166,6 +167,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   fns = compiled(settings, mesh, batch, m_pad, n, d)
   feed = feed or Fifo(len(instances))
   settled = []  # Finished by the feed (lp.chains), yielded next round.
+  endgame = [False]  # The feed has had nothing to start but waiting ones.
 
   def take():  # The next instance to run, or -1: a waiting one (its chain
     for force in (False, True):  # busy) rather than an idle slot.
@@ -173,7 +175,9 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
       settled.extend(Finished(i, "decided", None, None, 0, verdict)
                      for i, verdict in done)
       if j >= 0 or not feed.left():
+        endgame[0] |= force or j < 0
         return j
+    endgame[0] = True
     return -1
 
   slots = [take() for _ in range(batch)]
@@ -243,8 +247,10 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     ahead = bool(offers)
     if ahead:
       state = advance(state, int(now))
+      tail = sum(j >= 0 for j in slots) <= batch // 4  # Idle host: the
       finished += yield from _check(decide, offers, slots, next_check, n,
-                                    running, int(now))
+                                    running, int(now), step if tail else 0,
+                                    tail or endgame[0])
     queued = feed.left()
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = take()
@@ -301,16 +307,18 @@ def _due(state: admm.State, slots, status, ages, next_check):
 
 
 def _check(decide: Decide, offers, slots, next_check, n_rows: int,
-           running: tuple, clock: int):
+           running: tuple, clock: int, every: int = 0, idle: bool = False):
   """Offers the due slots to `decide` (u as an [N] vector, one at a time);
   yields what it settles and returns those slots (their next offers are
-  scheduled at twice the age)."""
+  scheduled at twice the age, or `every` iterations later if given: the
+  tail, where a few slow instances hold the run and the host is idle);
+  `idle` tells `decide` so (costlier checks pay there)."""
   released = []
   for i, x, u_k, idx_k, t, age in offers:
     u = admm.multipliers(n_rows, u_k, idx_k)
-    verdict = decide(slots[i], x, u, t, age)
+    verdict = decide(slots[i], x, u, t, age, idle)
     if verdict is None:
-      next_check[i] = 2 * age
+      next_check[i] = age + (every or age)
       continue
     released.append(i)
     yield Finished(slots[i], "decided", x, u, age, verdict,
