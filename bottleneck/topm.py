@@ -6,8 +6,9 @@ embedding makes S the m most likely tokens (the problems of
 probabilities). This module composes the pieces of `bottleneck.lp`:
 
   instances -> stream (batched ADMM, jitted once, batch axis sharded over
-  devices; nested subsets fed by chains) -> certificates (every candidate
-  checked in float64) -> exact (HiGHS settles UNDECIDED ones on request,
+  devices; nested subsets fed by chains) -> host_checks (the stream's
+  callbacks: certificates checks every candidate in float64, finish the
+  slow instances) -> exact (HiGHS settles UNDECIDED ones on request,
   checked the same way)
 
   python -m bottleneck.topm --matrix=random --N=4096 --d=256 --m=20..60:10 \
@@ -28,8 +29,8 @@ import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, certificates, chains, finish,
-                           polish, records, stream)
+from bottleneck.lp import (admm, bracket, certificates, host_checks, records,
+                           stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -129,168 +130,16 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   chained = objective == "decide" and any(
       it.chain is not None for it in instances)
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
-  # Mid-run checks: the first support (a failed try costs little); after
-  # a collapse (certificates.Policy.widen) the widest too, which certifies
-  # Gemma 3's such instances at once where they collapsed until 800-1600.
-  early = dataclasses.replace(policy, mid_run=True,
-                              support_factors=policy.support_factors[:1])
-  wide = dataclasses.replace(policy, widen="collapsed", mid_run=True,
-                             support_factors=(policy.support_factors[:1] +
-                                              policy.support_factors[-1:]))
-  nominated = dataclasses.replace(policy, mid_run=True)
-  collapsed = set()  # Instances whose projection collapsed at a check.
-
-  tried, tried_early = set(), set()  # Instances given their exact finish.
-
-  def finish_due(index, age):  # The exact finish is due (once each).
-    return (finish_after is not None and age >= finish_after and
-            index not in tried)
-
-  def exact_finish(index, x, u, age, now=False):  # lp.finish, certified;
-    # once each when due, and once before that when asked to (`now`).
-    if finish_after is None:
-      return None
-    before_due = age < finish_after
-    done = tried_early if before_due else tried
-    if index in done or (before_due and not now):
-      return None
-    done.add(index)
-    inst = queue[index]
-    threshold = inst.threshold if objective == "decide" else None
-    x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
-        facts, inst.subset, inst.y, x, u, threshold=threshold)  # clear.
-    if x_w is None:
-      return None
-    side = info.get("settled")  # Decide: only the side it settled.
-    return bracket.bracket(
-        facts, inst.subset, inst.y, None if side == "infeasible" else x_w,
-        None, duals=() if side == "feasible" else duals, threshold=threshold)
-
-  held = {}  # Solve mode: the tightest bracket each instance has had.
-
-  def solved(index, x_rot, u, t, age, idle=False):  # Solve mode: a closed
-    del idle  # bracket.
-    del t
-    start = time.perf_counter()
-    inst, x = queue[index], admm.to_original(basis, x_rot)
-    now = bracket.Held(*bracket.bracket(facts, inst.subset, inst.y, x, u))
-    due = finish_due(index, age)
-    exact = None
-    if not bracket.closed(now.lower, now.upper, tolerance):
-      # Below the threshold with no lower bound, on a head with rays: ADMM
-      # proves t* = -inf only once its iterate has run far along the ray
-      # (Gemma 3 at m = 40: age 1600), the finish finds it at once.
-      ray_likely = (now.upper < inst.threshold and now.lower == -np.inf
-                    and facts.one_sided)
-      exact = exact_finish(index, x, u, age, now=ray_likely)
-      if exact is not None:
-        now = bracket.tighter(now, bracket.Held(*exact, "ipm"))
-    held[index] = now = bracket.tighter(held.get(index), now)
-    # After the due finish, ADMM cannot close what the interior point's
-    # certificates leave open (a degenerate optimum: Gemma 3's band):
-    # released with that bracket, unclosed, not iterated to the cap.
-    if not (bracket.closed(now.lower, now.upper, tolerance) or (
-        due and exact is not None)):
-      return None
-    return records.bracketed(facts, inst, *now[:3], age, start, delta,
-                             policy, tolerance, now.source)
-
-  def decide(index, x_rot, u, t, age, idle=False):  # Host checks of a
-    # running instance; in the stream's tail (idle) one may get its exact
-    # finish early: a slow instance there holds the whole run.
-    start = time.perf_counter()
-    inst = queue[index]
-    band = 1e-3 * abs(inst.threshold)
-    due = finish_due(index, age)
-    finish_now = idle and age >= IDLE_FINISH * first_check
-    if t < inst.threshold - band and not (due or finish_now):
-      return None  # Heading below: the in-loop full pass will certify it.
-    x = admm.to_original(basis, x_rot)
-    if t <= inst.threshold + band:  # The band: the basis of the largest
-      # logits at x, a primal vertex and its dual point from one LU.
-      x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
-      if x_v is not None and certificates.check_feasible(
-          facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
-        out = records.verify(facts, inst, "feasible", x_v, None, early,
-                             delta)
-        if out[0] != "undecided":
-          return records.detail(inst, *out, "admm", age, start)
-      if mu_v is not None:
-        cert = certificates.check_infeasible_global(
-            facts, inst.subset, inst.y, mu_v, inst.threshold)
-        if cert["ok"]:
-          return records.detail(inst, "infeasible", cert["t_lower"], cert,
-                                "admm", age, start)
-    out = records.verify(facts, inst, "infeasible", x, u,
-                         wide if index in collapsed else early, delta)
-    if out[0] != "undecided":
-      return records.detail(inst, *out, "admm", age, start)
-    if out[2].get("collapsed"):
-      collapsed.add(index)
-    exact = exact_finish(index, x, u, age, now=finish_now)
-    if exact is not None and exact[1] < inst.threshold:
-      out = records.verify(facts, inst, "feasible", exact[2]["x"], None,
-                           early, delta)
-      if out[0] != "undecided":
-        return records.detail(inst, *out, "ipm", age, start)
-    if exact is not None and exact[0] >= inst.threshold:
-      cert = dict(exact[2], kind="global", ok=True,
-                  margin=float(inst.threshold - exact[0]))
-      return records.detail(inst, "infeasible", exact[0], cert, "ipm", age,
-                            start)
-    return None
-
-  def verify(index, claim, x_rot, mu):  # An in-loop nomination, at once.
-    start = time.perf_counter()
-    inst = queue[index]
-    out = records.verify(facts, inst, claim, admm.to_original(basis, x_rot),
-                         mu, nominated, delta)
-    return None if out[0] == "undecided" else records.detail(
-        inst, *out, "admm", 0, start)
-
-  ready = {}  # Chain members certified FEASIBLE from a solved member.
-
-  def carry_down(index, cert):  # lp.chains: a solved FEASIBLE member's
-    parent, jobs = queue[index], []  # embedding, carried to every member
-    for child in known.below(index):  # below it, all checked at once.
-      if child in ready:
-        continue
-      inst = queue[child]
-      x = chains.feasible_candidate(facts, parent.subset, cert["x"],
-                                    cert["t_upper"], inst.subset, inst.y,
-                                    inst.threshold)
-      if x is not None:
-        jobs.append((child, x))
-    for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
-      chunk = jobs[first:first + facts.score_slots]
-      primed = time.perf_counter()
-      facts.prime([certificates.projected(facts, queue[c].subset,
-                                          queue[c].y, x) for c, x in chunk])
-      share = (time.perf_counter() - primed) / len(chunk)
-      for child, x in chunk:  # (check_feasible projects x the same way.)
-        start = time.perf_counter() - share
-        out = records.verify(facts, queue[child], "feasible", x, None,
-                             early, delta)
-        if out[0] == "feasible":
-          ready[child] = records.detail(queue[child], *out, "chain", 0,
-                                        start)
-
-  def settle(index):  # A verdict its chain implies (lp.chains), or None.
-    start = time.perf_counter()
-    if index in ready:
-      return ready.pop(index)
-    cert = known.infeasible(index)
-    if cert is not None:
-      return records.detail(queue[index], "infeasible", cert["t_lower"],
-                            cert, "chain", 0, start)
-    return None
-
-  known = chains.Feed(queue, settle)  # Nested subsets: bisection per chain.
+  host = host_checks.HostChecks(facts, queue, basis, policy, delta,
+                                objective, tolerance, finish_after,
+                                first_check)
+  carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
+  known = carry.feed
 
   runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
-                    (solved if objective == "solve" else decide)
+                    (host.solved if objective == "solve" else host.decide)
                     if first_check else None, first_check or 100,
-                    verify=verify if objective == "decide" else None,
+                    verify=host.verify if objective == "decide" else None,
                     feed=known if chained else None)
   cost = records.CostModel(  # An open instance ends at the finish or cap.
       [it.subset.size for it in queue], batch,
@@ -306,7 +155,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                                          iterations=out.iterations)
       elif objective == "solve":  # Capped: the best bracket it had.
         start = time.perf_counter()
-        now = bracket.tighter(held.get(out.index), bracket.Held(
+        now = bracket.tighter(host.held.get(out.index), bracket.Held(
             *bracket.bracket(facts, inst.subset, inst.y, x, out.mu)))
         details[order[out.index]] = records.bracketed(
             facts, inst, *now[:3], out.iterations, start, delta, policy,
@@ -321,7 +170,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       if (chained and detail["verdict"] == "feasible" and out.x_rot is not
           None and cert and cert.get("x") is not None and
           np.isfinite(cert.get("t_upper", np.nan))):
-        carry_down(out.index, cert)
+        carry.down(out.index, cert)
       cost.finished(out.index, out.iterations, detail.get(
           "verify_seconds", 0.0), out.running if out.x_rot is not None else
                     cost.running, out.clock or cost.clock)
@@ -332,10 +181,6 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         meter.update(done, cost.eta())
   return details
 
-
-# In the stream's tail an instance open at this many first checks' age
-# gets its exact finish at once rather than at `finish_after`.
-IDLE_FINISH = 4
 
 # The host checks' freed float64 temporaries go back to the OS (malloc_trim)
 # at most this often: without it glibc's heap crept up by 0.1-0.2 GB over

@@ -1,0 +1,223 @@
+"""The host's float64 checks of the stream's running slots (topm.solve).
+
+`HostChecks` holds what the checks of one `topm.solve` call share: the
+matrix facts, the queue of instances in stream order, the certificate
+policies, which instances had their exact finish, solve mode's tightest
+brackets. Its methods are the stream's callbacks:
+
+  decide  (stream.Decide, decide mode): a running slot's iterate, checked
+          for a FEASIBLE vertex, a global INFEASIBLE certificate, and at
+          `finish_after` (or early in the stream's idle tail) the exact
+          finish (lp.finish);
+  solved  (stream.Decide, solve mode): a certified bracket on t*, released
+          once closed to `tolerance` (or after the due finish);
+  verify  (stream.Verify): an in-loop nomination, checked at once.
+
+`Carry` settles the members of nested chains from the verdicts of others
+(lp.chains): FEASIBLE embeddings carried down, checked in float64 in
+batches; INFEASIBLE proofs carried up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from bottleneck.lp import (admm, bracket, certificates, chains, finish,
+                           polish, records)
+
+# In the stream's idle tail an instance open at this many first checks'
+# age gets its exact finish at once rather than at `finish_after`: one slow
+# instance there holds the whole run (paper-size Figure 1, 1200 LPs: an
+# INFEASIBLE one at m = 115 left open by ADMM until age 1600, decided from
+# its age-400 iterate in 2.8 s instead of 8.1 s).
+IDLE_FINISH = 4
+
+
+class HostChecks:
+  """Callbacks of lp.stream for one solve (see the module docstring)."""
+
+  def __init__(self, facts, queue, basis, policy: certificates.Policy,
+               delta: float, objective: str, tolerance: float,
+               finish_after: int | None, first_check: int):
+    self.facts, self.queue, self.basis = facts, queue, basis
+    self.policy, self.delta, self.objective = policy, delta, objective
+    self.tolerance, self.finish_after = tolerance, finish_after
+    self.first_check = first_check
+    # Mid-run checks: the first support (a failed try costs little); after
+    # a collapse (certificates.Policy.widen) the widest too, which
+    # certifies Gemma 3's such instances at once where they collapsed
+    # until 800-1600.
+    self.early = dataclasses.replace(
+        policy, mid_run=True, support_factors=policy.support_factors[:1])
+    self.wide = dataclasses.replace(
+        policy, widen="collapsed", mid_run=True,
+        support_factors=(policy.support_factors[:1] +
+                         policy.support_factors[-1:]))
+    self.nominated = dataclasses.replace(policy, mid_run=True)
+    self.collapsed = set()  # Instances whose projection collapsed.
+    self.tried, self.tried_early = set(), set()  # Given their finish.
+    self.held = {}  # Solve mode: the tightest bracket each has had.
+
+  def finish_due(self, index: int, age: int) -> bool:
+    """The exact finish is due (once each)."""
+    return (self.finish_after is not None and age >= self.finish_after and
+            index not in self.tried)
+
+  def exact_finish(self, index, x, u, age, now=False):
+    """lp.finish's bracket, certified; once each when due, and once before
+    that when asked to (`now`); None if not run or without a point."""
+    if self.finish_after is None:
+      return None
+    before_due = age < self.finish_after
+    done = self.tried_early if before_due else self.tried
+    if index in done or (before_due and not now):
+      return None
+    done.add(index)
+    inst = self.queue[index]
+    threshold = inst.threshold if self.objective == "decide" else None
+    x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
+        self.facts, inst.subset, inst.y, x, u, threshold=threshold)  # clear.
+    if x_w is None:
+      return None
+    side = info.get("settled")  # Decide: only the side it settled.
+    return bracket.bracket(
+        self.facts, inst.subset, inst.y,
+        None if side == "infeasible" else x_w, None,
+        duals=() if side == "feasible" else duals, threshold=threshold)
+
+  def solved(self, index, x_rot, u, t, age, idle=False):
+    """Solve mode: a record once the bracket on t* is closed, else None."""
+    del t, idle
+    start = time.perf_counter()
+    facts, inst = self.facts, self.queue[index]
+    x = admm.to_original(self.basis, x_rot)
+    now = bracket.Held(*bracket.bracket(facts, inst.subset, inst.y, x, u))
+    due = self.finish_due(index, age)
+    exact = None
+    if not bracket.closed(now.lower, now.upper, self.tolerance):
+      # Below the threshold with no lower bound, on a head with rays: ADMM
+      # proves t* = -inf only once its iterate has run far along the ray
+      # (Gemma 3 at m = 40: age 1600), the finish finds it at once.
+      ray_likely = (now.upper < inst.threshold and now.lower == -np.inf
+                    and facts.one_sided)
+      exact = self.exact_finish(index, x, u, age, now=ray_likely)
+      if exact is not None:
+        now = bracket.tighter(now, bracket.Held(*exact, "ipm"))
+    self.held[index] = now = bracket.tighter(self.held.get(index), now)
+    # After the due finish, ADMM cannot close what the interior point's
+    # certificates leave open (a degenerate optimum: Gemma 3's band):
+    # released with that bracket, unclosed, not iterated to the cap.
+    if not (bracket.closed(now.lower, now.upper, self.tolerance) or (
+        due and exact is not None)):
+      return None
+    return records.bracketed(facts, inst, *now[:3], age, start, self.delta,
+                             self.policy, self.tolerance, now.source)
+
+  def decide(self, index, x_rot, u, t, age, idle=False):
+    """Decide mode: a record once a certificate holds, else None. In the
+    stream's idle tail an instance gets its exact finish early."""
+    start = time.perf_counter()
+    facts, inst, delta = self.facts, self.queue[index], self.delta
+    band = 1e-3 * abs(inst.threshold)
+    due = self.finish_due(index, age)
+    finish_now = idle and age >= IDLE_FINISH * self.first_check
+    if t < inst.threshold - band and not (due or finish_now):
+      return None  # Heading below: the in-loop full pass will certify it.
+    x = admm.to_original(self.basis, x_rot)
+    if t <= inst.threshold + band:  # The band: the basis of the largest
+      # logits at x, a primal vertex and its dual point from one LU.
+      x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
+      if x_v is not None and certificates.check_feasible(
+          facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
+        out = records.verify(facts, inst, "feasible", x_v, None, self.early,
+                             delta)
+        if out[0] != "undecided":
+          return records.detail(inst, *out, "admm", age, start)
+      if mu_v is not None:
+        cert = certificates.check_infeasible_global(
+            facts, inst.subset, inst.y, mu_v, inst.threshold)
+        if cert["ok"]:
+          return records.detail(inst, "infeasible", cert["t_lower"], cert,
+                                "admm", age, start)
+    out = records.verify(facts, inst, "infeasible", x, u,
+                         self.wide if index in self.collapsed else self.early,
+                         delta)
+    if out[0] != "undecided":
+      return records.detail(inst, *out, "admm", age, start)
+    if out[2].get("collapsed"):
+      self.collapsed.add(index)
+    exact = self.exact_finish(index, x, u, age, now=finish_now)
+    if exact is not None and exact[1] < inst.threshold:
+      out = records.verify(facts, inst, "feasible", exact[2]["x"], None,
+                           self.early, delta)
+      if out[0] != "undecided":
+        return records.detail(inst, *out, "ipm", age, start)
+    if exact is not None and exact[0] >= inst.threshold:
+      cert = dict(exact[2], kind="global", ok=True,
+                  margin=float(inst.threshold - exact[0]))
+      return records.detail(inst, "infeasible", exact[0], cert, "ipm", age,
+                            start)
+    return None
+
+  def verify(self, index, claim, x_rot, mu):
+    """An in-loop nomination, checked at once: a record, or None."""
+    start = time.perf_counter()
+    inst = self.queue[index]
+    out = records.verify(self.facts, inst, claim,
+                         admm.to_original(self.basis, x_rot), mu,
+                         self.nominated, self.delta)
+    return None if out[0] == "undecided" else records.detail(
+        inst, *out, "admm", 0, start)
+
+
+class Carry:
+  """Verdicts carried along nested chains (lp.chains), each checked in
+  float64: `settle` is chains.Feed's callback, `down` runs after a member
+  is solved FEASIBLE."""
+
+  def __init__(self, checks: HostChecks):
+    self.checks = checks
+    self.ready = {}  # Chain members certified FEASIBLE from a solved one.
+    self.feed = chains.Feed(checks.queue, self.settle)
+
+  def down(self, index: int, cert: dict) -> None:
+    """A solved FEASIBLE member's embedding, carried to every member below
+    it, all scored by one GEMM (MatrixFacts.prime) and checked."""
+    facts, queue = self.checks.facts, self.checks.queue
+    parent, jobs = queue[index], []
+    for child in self.feed.below(index):
+      if child in self.ready:
+        continue
+      inst = queue[child]
+      x = chains.feasible_candidate(facts, parent.subset, cert["x"],
+                                    cert["t_upper"], inst.subset, inst.y,
+                                    inst.threshold)
+      if x is not None:
+        jobs.append((child, x))
+    for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
+      chunk = jobs[first:first + facts.score_slots]
+      primed = time.perf_counter()
+      facts.prime([certificates.projected(facts, queue[c].subset,
+                                          queue[c].y, x) for c, x in chunk])
+      share = (time.perf_counter() - primed) / len(chunk)
+      for child, x in chunk:  # (check_feasible projects x the same way.)
+        start = time.perf_counter() - share
+        out = records.verify(facts, queue[child], "feasible", x, None,
+                             self.checks.early, self.checks.delta)
+        if out[0] == "feasible":
+          self.ready[child] = records.detail(queue[child], *out, "chain", 0,
+                                             start)
+
+  def settle(self, index: int):
+    """A verdict its chain implies, or None."""
+    start = time.perf_counter()
+    if index in self.ready:
+      return self.ready.pop(index)
+    cert = self.feed.infeasible(index)
+    if cert is not None:
+      return records.detail(self.checks.queue[index], "infeasible",
+                            cert["t_lower"], cert, "chain", 0, start)
+    return None
