@@ -208,8 +208,9 @@ def _run(solver, python, n, d, subsets, tmp, matrix="", objective="decide",
   path = os.path.join(tmp, f"{solver}_{n}_{subsets[0].size}.npz")
   np.savez(path, n=n, d=d, subsets=np.stack(subsets), matrix=matrix,
            objective=objective, tolerance=tolerance)
-  env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))))
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # The repo, then the
+      [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))  # caller's.
   proc = subprocess.run([python, __file__, f"--child={solver}",
                          f"--path={path}"], capture_output=True, text=True,
                         env=env, check=False)

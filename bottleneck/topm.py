@@ -17,7 +17,6 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -146,7 +145,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       min(settings.max_iters, finish_after or settings.max_iters),
       known.expected_runs if chained else None)
   trimmed = time.perf_counter()
-  with _host_blas(mesh):  # The host checks run as the stream pulls.
+  with threadpoolctl.threadpool_limits(host_blas_threads(mesh),
+                                      user_api="blas"):  # The host checks
+    # run as the stream pulls.
     for done, out in enumerate(runs, start=1):
       inst = queue[out.index]
       x = None if out.x_rot is None else admm.to_original(basis, out.x_rot)
@@ -202,15 +203,26 @@ def first_check_age(settings: admm.Settings, n: int, d: int,
   return 200 if d * d > 64 * k else 100
 
 
-def _host_blas(mesh):
-  """One BLAS thread for the float64 host checks (polish, certificates,
-  lp.finish) when the LP iterates on CPU devices, whose cores XLA uses.
-  On the 2-core CPU of benchmarks/RESULTS.md two OpenBLAS threads made
-  them slower, not faster: lp.finish on Gemma 3's head 1.9x, polish.dual
-  1.7x, a 240-LP sample of paper-size Figure 1 89 -> 69 s."""
-  if mesh.devices.flat[0].platform != "cpu":
-    return contextlib.nullcontext()
-  return threadpoolctl.threadpool_limits(1, user_api="blas")
+# BLAS threads of the host checks beside an accelerator. On the H100
+# machine of benchmarks/RESULTS.md (16 cores), 1200 LPs of paper-size
+# Figure 1: 141 s with OpenBLAS's default of 16 threads (an INFEASIBLE
+# check's median 1.07 s), 38.2 s with 1 (0.13 s), 24.5 s with 4 (0.10 s).
+ACCELERATOR_BLAS_THREADS = 4
+
+
+def host_blas_threads(mesh) -> int:
+  """BLAS threads for the float64 host checks (polish, certificates,
+  lp.finish), which run one at a time beside the devices' iterations.
+  CPU devices: one, XLA's iterations use the cores (on the 2-core CPU of
+  benchmarks/RESULTS.md two threads made the checks slower: lp.finish on
+  Gemma 3's head 1.9x, polish.dual 1.7x, a 240-LP sample of paper-size
+  Figure 1 89 -> 69 s with one). Accelerators: ACCELERATOR_BLAS_THREADS
+  (at most the host's cores)."""
+  if mesh.devices.flat[0].platform == "cpu":
+    return 1
+  cores = len(os.sched_getaffinity(0)) if hasattr(
+      os, "sched_getaffinity") else (os.cpu_count() or 1)
+  return min(ACCELERATOR_BLAS_THREADS, cores)
 
 
 def _quantile(values, p: float) -> float:

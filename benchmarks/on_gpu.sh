@@ -1,0 +1,97 @@
+#!/bin/bash
+# Issue 22's figures on a lent GPU machine (no network there): run from the
+# repository root with the stages to run, writing logs, JSON and PNGs to
+# $OUT (default ./gpu_out).
+#
+#   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2
+#
+# Python packages the machine's image lacks travel as wheels in .whl/
+# (ml-collections, highspy, gguf, mpax for Python 3.12); trained heads
+# travel as small GGUFs made by benchmarks/pack_head.py in .gpu/ (a file
+# split in parts, NAME.0, NAME.1, ..., is joined first).
+set -u
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+PY=${PY:-python3}
+if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1 &&
+    [ ! -d /tmp/site ]; then  # WHEELS=0: the interpreter has them.
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:. PYTHONUNBUFFERED=1
+LOG="$OUT/log.txt"
+
+# timed LABEL CMD...: CMD's stdout as it is; its stderr, wall seconds and
+# peak RSS (of the largest child) also into the log.
+TIMED='
+import resource, subprocess, sys, time
+log, label, cmd = open(sys.argv[1], "a"), sys.argv[2], sys.argv[3:]
+def say(line):
+  sys.stderr.write(line); log.write(line); log.flush()
+say(f"== {label}: {chr(32).join(cmd)}\n")
+start = time.time()
+proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+for line in proc.stderr:
+  say(line)
+rc = proc.wait()
+kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+say(f"[timed] {label}: rc {rc}, wall {time.time() - start:.1f} s, "
+    f"peak RSS {kib} KiB\n")
+'
+timed() { $PY -c "$TIMED" "$LOG" "$@"; }
+
+for part in .gpu/*.0; do  # Heads split in parts.
+  [ -e "$part" ] || continue
+  whole=${part%.0}
+  [ -e "$whole" ] || cat "$whole".[0-9]* > "$whole"
+done
+
+TOPM="$PY -m bottleneck.topm"
+FIG1="--N=50257 --d=768 --m=5..150:5 --problem=logits,probs --format=json"
+
+for stage in "$@"; do
+  case "$stage" in
+    info)
+      { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version \
+          --format=csv; nproc; free -g | head -2
+        $PY -c "import jax, flax, numpy, scipy; print('jax', jax.__version__,
+jax.devices(), 'flax', flax.__version__, 'numpy', numpy.__version__,
+'scipy', scipy.__version__)"
+        $PY -c "import numpy, threadpoolctl
+print([(i['internal_api'], i['num_threads']) for i in
+       threadpoolctl.threadpool_info()])"; } 2>&1 | tee -a "$LOG" ;;
+    smoke)
+      timed smoke $TOPM --N=4096 --d=256 --m=20..60:20 --trials=4 \
+          --format=table ;;
+    fig1_1200)  # The default matmul precision (TF32 on Hopper) and float32.
+      timed fig1_1200_default $TOPM $FIG1 --trials=20 \
+          > "$OUT/fig1_1200_default.json"
+      JAX_DEFAULT_MATMUL_PRECISION=float32 timed fig1_1200_float32 \
+          $TOPM $FIG1 --trials=20 > "$OUT/fig1_1200_float32.json"
+      # The later stages use the faster of the two.
+      faster=$(grep "^\[timed\] fig1_1200_" "$LOG" | tail -2 |
+               sort -t' ' -k6 -n | head -1 | sed 's/.*fig1_1200_\([a-z0-9]*\):.*/\1/')
+      [ "$faster" = float32 ] && export JAX_DEFAULT_MATMUL_PRECISION=float32
+      echo "faster: $faster" | tee -a "$LOG" ;;
+    fig1_6000)
+      timed fig1_6000 $TOPM $FIG1 --trials=100 \
+          --plot="$OUT/figure1_paper_scale_gpu.png" \
+          > "$OUT/figure1_paper_scale_gpu.json" ;;
+    band)  # In the transition band, with HiGHS row generation and MPAX.
+      timed band $PY benchmarks/lp_vs_peers.py --sizes=50257x768 \
+          --solvers=bottleneck,mpax,highs \
+          --out="$OUT/lp_vs_peers_band_gpu.json" ;;
+    smollm2)
+      timed smollm2 $TOPM --matrix=gguf:.gpu/smollm2_head.gguf \
+          --m=40..100:10 --trials=100 --gaussian_twin \
+          --plot="$OUT/smollm2_vs_gaussian_topm_gpu.png" \
+          > "$OUT/smollm2_vs_gaussian_topm_gpu.json" ;;
+    gemma3)
+      timed gemma3 $TOPM --matrix=gguf:.gpu/gemma3_head.gguf \
+          --m=50..70:10 --trials=100 --gaussian_twin \
+          --plot="$OUT/gemma3_vs_gaussian_topm_gpu.png" \
+          > "$OUT/gemma3_vs_gaussian_topm_gpu.json" ;;
+    *) echo "unknown stage $stage" | tee -a "$LOG"; exit 2 ;;
+  esac
+done
+grep "^\[timed\]" "$LOG"
