@@ -28,26 +28,26 @@ def matrix_sha256(path: str) -> str:
   return f"{hashlib.sha256(a.tobytes()).hexdigest()} {a.shape}"
 
 
-def pack(model: str, out: str) -> None:
+def pack(model: str, out: str) -> str:
+  """Writes the GGUF; returns `matrix_sha256` of it, checked against the
+  zoo's head."""
   import gguf  # pylint: disable=g-import-not-at-top
   from bottleneck.io import gguf_file, zoo  # pylint: disable=g-import-not-at-top
   source = zoo.path(model)
-  by_name = {t.name: t for t in gguf_file.reader(source).tensors}
-  name = next(n for n in ("output.weight", "token_embd.weight")
-              if n in by_name)
-  t = by_name[name]
+  t = gguf_file.head_tensor(source)
   writer = gguf.GGUFWriter(out, arch="head")
   rows = int(t.shape[-1])  # GGUF lists shapes innermost first.
-  writer.add_tensor(name, np.asarray(t.data).reshape(rows, -1),
+  writer.add_tensor(t.name, np.asarray(t.data).reshape(rows, -1),
                     raw_dtype=t.tensor_type)  # Its bytes, row by row.
   writer.write_header_to_file()
   writer.write_kv_data_to_file()
   writer.write_tensors_to_file()
   writer.close()
-  original = np.ascontiguousarray(gguf_file.head_matrix(source)[0])
-  if matrix_sha256(out).split()[0] != hashlib.sha256(
-      original.tobytes()).hexdigest():
+  original = np.ascontiguousarray(gguf_file.tensor(t, source), np.float32)
+  packed = matrix_sha256(out)
+  if packed.split()[0] != hashlib.sha256(original.tobytes()).hexdigest():
     raise SystemExit(f"error: {out} does not decode to {model}'s head")
+  return packed
 
 
 def main():
@@ -59,8 +59,7 @@ def main():
       raise SystemExit(f"error: {args['check']} decodes to {got}, not "
                        f"{args['sha256']}")
     return
-  pack(args["model"], args["out"])
-  print(matrix_sha256(args["out"]))
+  print(pack(args["model"], args["out"]))
   chunks = int(args.get("chunks", 1))
   if chunks > 1:
     data = open(args["out"], "rb").read()

@@ -145,9 +145,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       min(settings.max_iters, finish_after or settings.max_iters),
       known.expected_runs if chained else None)
   trimmed = time.perf_counter()
+  # The host checks run as the stream pulls.
   with threadpoolctl.threadpool_limits(host_blas_threads(mesh),
-                                      user_api="blas"):  # The host checks
-    # run as the stream pulls.
+                                      user_api="blas"):
     for done, out in enumerate(runs, start=1):
       inst = queue[out.index]
       x = None if out.x_rot is None else admm.to_original(basis, out.x_rot)

@@ -196,11 +196,19 @@ def tensor(t, path: str) -> np.ndarray:
   return out.reshape(shape)
 
 
-def head_matrix(path: str, arg: str = "matrix") -> tuple[np.ndarray, str]:
-  """The output projection [V, D]: output.weight, else (tied) token_embd."""
+def head_tensor(path: str, arg: str = "matrix") -> Tensor:
+  """The output projection's tensor as stored: output.weight, else the
+  tied token_embd.weight."""
   by_name = {t.name: t for t in reader(path, arg).tensors}
   for name in ("output.weight", "token_embd.weight"):
     if name in by_name:
-      return tensor(by_name[name], path), name
+      return by_name[name]
   raise ValueError(f"`{arg}` {path!r} has neither output.weight nor "
                    "token_embd.weight.")
+
+
+def head_matrix(path: str, arg: str = "matrix") -> tuple[np.ndarray, str]:
+  """The output projection [V, D] (`head_tensor`, dequantised) and its
+  tensor's name."""
+  t = head_tensor(path, arg)
+  return tensor(t, path), t.name
