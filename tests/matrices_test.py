@@ -146,6 +146,35 @@ class GGUFReaderTest(absltest.TestCase):
     writer.write_tensors_to_file()
     writer.close()
 
+  def test_the_head_is_output_weight_else_the_tied_embedding(self):
+    import gguf  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(1)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    blocks = {name: gguf.quants.quantize(rng.standard_normal(
+        (5, 64)).astype(np.float32), q8)
+              for name in ("token_embd.weight", "output.weight")}
+    tmp = self.create_tempdir().full_path
+    for names, want in ((["token_embd.weight"], "token_embd.weight"),
+                        (["token_embd.weight", "output.weight"],
+                         "output.weight"), ([], None)):
+      path = os.path.join(tmp, f"{len(names)}.gguf")
+      writer = gguf.GGUFWriter(path, "llama")
+      writer.add_tensor("blk.0.other", np.ones((2, 3), np.float32))
+      for name in names:
+        writer.add_tensor(name, blocks[name], raw_dtype=q8)
+      writer.write_header_to_file()
+      writer.write_kv_data_to_file()
+      writer.write_tensors_to_file()
+      writer.close()
+      if want is None:
+        with self.assertRaisesRegex(ValueError, "neither output.weight"):
+          matrices.load(f"gguf:{path}")
+        continue
+      got = matrices.load(f"gguf:{path}")
+      self.assertEqual(got.name, f"{len(names)}.gguf:{want} (5x64)")
+      np.testing.assert_array_equal(
+          got.array, gguf.quants.dequantize(blocks[want], q8))
+
   def test_same_fields_and_tensors_as_the_gguf_package(self):
     import gguf  # pylint: disable=g-import-not-at-top
     from bottleneck.io import gguf_file  # pylint: disable=g-import-not-at-top
