@@ -15,6 +15,8 @@ convergence rate (§5, Fig. 7). Pure numpy/scipy on arrays.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import stats
 
@@ -36,7 +38,7 @@ def average_distribution(prob_chunks) -> np.ndarray:
   return total / total.sum()  # = total / count up to float32 round-off.
 
 
-def mlr(y_n, x_nxd) -> dict:
+def mlr(y_n, x_nxd, x_moments: Moments | None = None) -> dict:
   """OLS of y on [1, X] (float64): coefficients, adjusted R^2, p-values.
 
   Textbook formulas: R^2 = 1 - SSR/SST, adj R^2 = 1 - (1 - R^2)(n-1)/(n-k-1),
@@ -44,7 +46,7 @@ def mlr(y_n, x_nxd) -> dict:
   p from Student's t with n - k - 1 degrees of freedom.
   """
   y = checks.finite_array("y", y_n, ndim=1)
-  return mlr_columns(y[:, None], x_nxd)[0]
+  return mlr_columns(y[:, None], x_nxd, x_moments)[0]
 
 
 _BLOCK = 1 << 14  # Rows of X per block (float64 per block, never all).
@@ -55,7 +57,43 @@ def _column_means(x):
              for i in range(0, len(x), _BLOCK)) / len(x)
 
 
-def mlr_columns(y_nxr, x_nxd) -> list[dict]:
+class Moments(NamedTuple):
+  """What every fit on a design X [n, k] shares: its float64 column means
+  and centred Gram matrix (X - mean)^T (X - mean), summed over row blocks.
+  One pass over X: a 262144 x 640 head's costs ~4 s on one core, and the
+  seed-003 probes fit four models on the same head."""
+  mean_k: np.ndarray
+  gram_kxk: np.ndarray
+  n: int
+
+
+def moments(x_nxd) -> Moments:
+  """`Moments` of X, in float64 row blocks (no float64 copy of X)."""
+  return _moments(checks.finite_array("x", x_nxd, ndim=2))
+
+
+def _moments(x) -> Moments:
+  mean = _column_means(x)
+  gram = np.zeros((x.shape[1],) * 2)
+  for i in range(0, len(x), _BLOCK):
+    c = x[i:i + _BLOCK].astype(np.float64) - mean
+    gram += c.T @ c
+  return Moments(mean, gram, len(x))
+
+
+def _moments_of(x, given: Moments | None) -> Moments:
+  """`given` if it is X's shape (the caller's cache), else X's own."""
+  if given is None:
+    return _moments(x)
+  if given.n != x.shape[0] or given.gram_kxk.shape != (x.shape[1],) * 2:
+    raise ValueError(f"`moments` are of a {given.n} x "
+                     f"{given.gram_kxk.shape[0]} design; `x` is "
+                     f"{x.shape[0]} x {x.shape[1]}.")
+  return given
+
+
+def mlr_columns(y_nxr, x_nxd, x_moments: Moments | None = None
+                ) -> list[dict]:
   """`mlr` of each column of y on the same X, from one Gram matrix.
 
   X is centred by its column means (slopes, their standard errors and R^2
@@ -63,7 +101,8 @@ def mlr_columns(y_nxr, x_nxd) -> list[dict]:
   X^T X and X^T y are summed in float64 over row blocks and solved by an
   eigen-decomposition (rank as lstsq's rcond=None), residuals in a second
   pass: O(D^2) memory whatever V (a 262144 x 640 head needs no float64
-  copy). Singular designs get the minimum-norm solution.
+  copy). Singular designs get the minimum-norm solution. `x_moments`:
+  X's `moments`, if the caller holds them (fits on one X share them).
   """
   x = checks.finite_array("x", x_nxd, ndim=2)
   ys = checks.finite_array("y", y_nxr, ndim=2).astype(np.float64)
@@ -74,12 +113,12 @@ def mlr_columns(y_nxr, x_nxd) -> list[dict]:
   if n <= k + 1:
     raise ValueError(f"MLR needs more rows than columns + 1; got {n} rows, "
                      f"{k} columns.")
-  mean_x, mean_y = _column_means(x), ys.mean(0)
-  gram, xty = np.zeros((k, k)), np.zeros((k, ys.shape[1]))
+  mean_x, gram, _ = _moments_of(x, x_moments)
+  mean_y = ys.mean(0)
+  xty = np.zeros((k, ys.shape[1]))
   for i in range(0, n, _BLOCK):
-    xc = x[i:i + _BLOCK].astype(np.float64) - mean_x
-    gram += xc.T @ xc
-    xty += xc.T @ (ys[i:i + _BLOCK] - mean_y)
+    xty += (x[i:i + _BLOCK].astype(np.float64) - mean_x).T @ (
+        ys[i:i + _BLOCK] - mean_y)
   lam, vec = np.linalg.eigh(gram)
   sing = np.sqrt(np.clip(lam, 0.0, None))
   keep = sing > np.finfo(np.float64).eps * max(n, k + 1) * sing.max()
@@ -112,7 +151,8 @@ def fitted(fit: dict, x_nxd) -> np.ndarray:
       np.float64) @ fit["slopes"] for i in range(0, len(x), _BLOCK)])
 
 
-def probability_mlr(alpha_v, e_vxd, seed: int = 0) -> dict:
+def probability_mlr(alpha_v, e_vxd, seed: int = 0,
+                    e_moments: Moments | None = None) -> dict:
   """Table 1: adj R^2 of -log alpha on E, with random and shuffled controls
   (the three fits share one factorisation of [1, E])."""
   alpha = checks.probabilities("alpha", alpha_v)
@@ -121,7 +161,7 @@ def probability_mlr(alpha_v, e_vxd, seed: int = 0) -> dict:
   rand = rng.standard_normal(y.size)
   fit, random_fit, shuffled_fit = mlr_columns(
       np.stack([y, rand / np.linalg.norm(rand), rng.permutation(y)], 1),
-      e_vxd)
+      e_vxd, e_moments)
   return {"fit": fit, "adj_r2": fit["adj_r2"],
           "random_adj_r2": random_fit["adj_r2"],
           "shuffled_adj_r2": shuffled_fit["adj_r2"]}
@@ -177,28 +217,33 @@ def _abs_spearman_rows(rows_kxn, r_alpha) -> np.ndarray:
 
 
 def spearman_profiles(alpha_v, e_vxd, block: int = 8,
-                      workers: int | None = None) -> dict:
+                      workers: int | None = None,
+                      e_moments: Moments | None = None,
+                      columns: int | None = None) -> dict:
   """Fig. 3: |Spearman r| of alpha with each principal component (sorted by
   variance) and with each original dimension, and PCA variance ratios.
   Spearman r = Pearson r of average ranks (`_abs_spearman_rows`); PCA from
   the eigenvectors of the centred Gram matrix (D x D). Columns are ranked
   `block` at a time on `workers` threads (numpy's sorts release the GIL;
   default: one per core, at most 4), 8 blocks of columns in memory at once;
-  float32 data is ranked in float32, its PC scores included."""
+  float32 data is ranked in float32, its PC scores included. `columns`:
+  profile only the first that many PCs and dimensions (None: all D; each
+  costs a sort of V values, 20 ms at V = 262144)."""
   import concurrent.futures  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
   e = checks.finite_array("e", e_vxd, ndim=2)
   alpha = np.asarray(alpha_v, np.float64)
-  mean = _column_means(e)
-  gram = np.zeros((e.shape[1],) * 2)
-  for i in range(0, len(e), _BLOCK):
-    c = e[i:i + _BLOCK].astype(np.float64) - mean
-    gram += c.T @ c
+  gram = _moments_of(e, e_moments).gram_kxk
   var, vecs = np.linalg.eigh(gram)
   var, vecs = np.clip(var[::-1], 0.0, None), vecs[:, ::-1]
   r_alpha = average_ranks(alpha[None])[0]
   r_alpha -= r_alpha.mean()
   d = e.shape[1]
+  if columns is not None:
+    if not 1 <= columns:
+      raise ValueError(f"`columns` must be >= 1 (or None: all {d}); got "
+                       f"{columns}.")
+    d = min(d, int(columns))
   workers = workers or min(4, os.cpu_count() or 1)
 
   def abs_spearman(rows, span):  # rows(j0, j1) -> [j1 - j0, V].

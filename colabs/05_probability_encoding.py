@@ -28,7 +28,9 @@ import os
 import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
-STEPS = 24 if SMALL else 400
+# The small setting trains what the main job's tiny scale trains (the same
+# run of train/training/experiments.py: XLA's compile cache serves both).
+STEPS = 16 if SMALL else 400
 WINDOWS = 4 if SMALL else 64
 ROOT = tempfile.mkdtemp()
 
@@ -37,18 +39,13 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from bottleneck.io import cli
-from configs import thesis
 from train.probes import encoding, forward, subjects
-from train.training import trainer
+from train.training import experiments
 
-cfg = thesis.get_config("model1,cpu")
-cfg.data.source, cfg.data.tokenizer, cfg.model.vocab_size = (
-    "shakespeare", "bpe:4096", 4096)
-cfg.train.steps, cfg.train.warmup = STEPS, max(1, STEPS // 10)
-cfg.checkpoint_every, cfg.keep_checkpoints = max(1, STEPS // 8), 1000
-cfg.eval_every = cfg.log_every = max(1, STEPS // 4)
-trainer.train_and_evaluate(cfg, f"{ROOT}/run")
-subject = subjects.load_subject(workdir=f"{ROOT}/run")
+# The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
+# BPE, every checkpoint kept (the frequency probe reads them).
+subject = subjects.load_subject(
+    workdir=experiments.probe_model_run(STEPS, ROOT))
 # One forward per text: the probed text (detect and in-distribution halves)
 # and an out-of-domain one.
 own = forward.run(subject, *subjects.windows(subject, "", 2 * WINDOWS))

@@ -233,6 +233,33 @@ class EncodingTest(absltest.TestCase):
     self.assertAlmostEqual(second["r2"], 1 - res2 @ res2 / np.sum(
         (y2 - y2.mean()) ** 2), places=10)
 
+  def test_shared_moments_give_the_same_fits(self):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40000, 6)).astype(np.float32) + 2.0  # 3 blocks.
+    y = x @ rng.standard_normal(6) + rng.standard_normal(40000)
+    m = encoding.moments(x)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(m.mean_k, x64.mean(0), rtol=1e-12)
+    c = x64 - x64.mean(0)
+    np.testing.assert_allclose(m.gram_kxk, c.T @ c, rtol=1e-10)
+    own, shared = encoding.mlr(y, x), encoding.mlr(y, x, m)
+    for key in ("slopes", "p_values", "adj_r2", "intercept"):
+      np.testing.assert_array_equal(shared[key], own[key])
+    alpha = special.softmax(x[:, 0])
+    np.testing.assert_array_equal(
+        encoding.spearman_profiles(alpha, x, e_moments=m)["pc_abs_spearman"],
+        encoding.spearman_profiles(alpha, x)["pc_abs_spearman"])
+    with self.assertRaisesRegex(ValueError, "`moments`.*40000 x 6.*`x`"):
+      encoding.mlr(y[:-1], x[:-1], m)
+    # The first `columns` PCs and dimensions only: the full profiles' heads.
+    full = encoding.spearman_profiles(alpha, x, block=2)
+    part = encoding.spearman_profiles(alpha, x, block=2, columns=3)
+    for key in ("pc_abs_spearman", "dim_abs_spearman"):
+      self.assertLen(part[key], 3)
+      np.testing.assert_array_equal(part[key], full[key][:3])
+    with self.assertRaisesRegex(ValueError, "`columns` must be >= 1"):
+      encoding.spearman_profiles(alpha, x, columns=0)
+
   def test_probability_mlr_and_baselines(self):
     rng = np.random.default_rng(1)
     e = rng.standard_normal((3000, 16))

@@ -32,23 +32,41 @@ def _embeddings(subject):
   return w if b is None else np.hstack([w, b[:, None]])
 
 
-def encoding_probe(subject, pass_: Pass, plot_points: int = 20000):
-  """Seed 003 Table 1 and Fig. 3, alpha over every position of the Pass."""
+def _moments(subject, x, name: str) -> encoding.Moments:
+  """encoding.moments of `x` (the subject's `name`: 'E' = _embeddings, 'W'),
+  once per subject: the probes below fit on the same head four times."""
+  if subject.head()[1] is None:
+    name = "E"  # Without a bias E is W.
+  key = f"moments {name}"
+  if key not in subject.derived:
+    subject.derived[key] = encoding.moments(x)
+  return subject.derived[key]
+
+
+def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
+                   profile_columns: int | None = None):
+  """Seed 003 Table 1 and Fig. 3, alpha over every position of the Pass
+  (Fig. 3's profiles over the first `profile_columns` PCs and dimensions;
+  None: all)."""
   alpha = pass_.alpha
   e = _embeddings(subject)
-  out = encoding.probability_mlr(alpha, e)
+  out = encoding.probability_mlr(alpha, e, e_moments=_moments(subject, e, "E"))
   fit = out.pop("fit")
   w, b = subject.head()
   out.update(adj_r2_without_bias=out["adj_r2"] if b is None else
-             encoding.mlr(-np.log(alpha), w)["adj_r2"],
+             encoding.mlr(-np.log(alpha), w, _moments(subject, w, "W"))[
+                 "adj_r2"],
              tied=bool(subject.cfg.tied), V=int(w.shape[0]),
              D=int(w.shape[1]), positions=pass_.tokens)
   if not subject.cfg.tied:  # Input embeddings too (untied models).
     out["adj_r2_input_embeddings"] = encoding.mlr(
         -np.log(alpha), subject.input_embeddings())["adj_r2"]
-  prof = encoding.spearman_profiles(alpha, w)
+  prof = encoding.spearman_profiles(alpha, w,
+                                    e_moments=_moments(subject, w, "W"),
+                                    columns=profile_columns)
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
+  out["profiled_columns"] = len(prof["dim_abs_spearman"])
   pick = np.random.default_rng(0).choice(
       len(alpha), min(plot_points, len(alpha)), replace=False)
   scatter = {"fitted": encoding.fitted(fit, e[pick]).tolist(),
@@ -112,7 +130,7 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   detect, ident = _split_positions(pass_, cap)
   local = _Cached(subject, detect)
   e = _embeddings(subject)
-  fit = encoding.mlr(-np.log(local.alpha), e)
+  fit = encoding.mlr(-np.log(local.alpha), e, _moments(subject, e, "E"))
   rng = np.random.default_rng(seed)
   chosen = rng.choice(e.shape[0], size=tokens, replace=False)
   ratios = sorted({r for s in scales for r in (s, 1.0 / s)})
@@ -181,7 +199,8 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   d = w.shape[1]
   if any(not 0.0 <= r <= 1.0 for r in ratios):
     raise ValueError(f"`ratios` must lie in [0, 1]; got {list(ratios)}.")
-  slopes = encoding.mlr(-np.log(pass_.alpha), w)["slopes"]
+  slopes = encoding.mlr(-np.log(pass_.alpha), w,
+                        _moments(subject, w, "W"))["slopes"]
   order = encoding.removal_order(slopes)  # Least salient first.
   counts = [int(round(r * d)) for r in ratios]
   bounds = tuple(sorted({0, d} | set(counts) | {d - c for c in counts}))
@@ -191,7 +210,8 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   means = np.asarray(_mean_softmax_kept(
       jnp.asarray(h[:, order]), _blocks_of_wt(w_dev, order[cols], inside),
       b_dev, bounds, float(subject.cfg.logit_softcap),
-      rows_per_step(w.shape[0], budget=PASS_CHUNK_BYTES)), np.float64)
+      rows_per_step(w.shape[0], budget=PASS_CHUNK_BYTES,
+                    positions=len(h))), np.float64)
   last = len(bounds) - 1  # means: [kept_first, kept_from] x (last + 1).
   base = means[1, 0] = means[0, last]  # Nothing removed (one sum order).
   out = {"ratios": list(ratios), "positions": int(len(h)),

@@ -180,11 +180,17 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
 
 
 def rows_per_step(vocab: int, batch: int = 1,
-                  budget: int = HEAD_CHUNK_BYTES) -> int:
+                  budget: int = HEAD_CHUNK_BYTES,
+                  positions: int | None = None) -> int:
   """Positions per step of a pass over the logits: the largest power of
   two with batch x rows x V float32 logits within `budget` bytes (XLA:CPU
-  ran [4 x 12, V] x [V, D] products 3x slower than 4 x 8 or 4 x 16 rows)."""
+  ran [4 x 12, V] x [V, D] products 3x slower than 4 x 8 or 4 x 16 rows),
+  and no more than the power of two that holds all `positions` (a padded
+  step over a small vocabulary was 1000x the work: V = 300, 64 positions
+  in steps of 65536)."""
   rows = max(1, budget // (4 * vocab * batch))
+  if positions is not None:
+    rows = min(rows, 1 << max(0, int(positions) - 1).bit_length())
   return 1 << (rows.bit_length() - 1)
 
 

@@ -36,6 +36,10 @@ class Subject:
   name: str
   config: config_dict.ConfigDict | None = None  # Run config (runs only).
   workdir: str | None = None
+  # What probes derive from the (never changed) weights and share, by name
+  # (e.g. the head's float64 moments: train/probes/encoding.py).
+  derived: dict = dataclasses.field(default_factory=dict, repr=False,
+                                    compare=False)
 
   @property
   def model(self):
