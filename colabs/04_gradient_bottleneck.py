@@ -33,7 +33,7 @@ import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 # The small setting trains what the main job's tiny scale trains (the same
-# runs of train/training/experiments.py: XLA's compile cache serves both).
+# runs of train/training/experiments.py, which XLA's compile cache can share).
 STEPS = 16 if SMALL else 400  # Training steps of the probe subject.
 WINDOWS = 4 if SMALL else 64  # Text windows (x 128 tokens) probed.
 SWEEP_STEPS = 10 if SMALL else 150  # Steps of each low-rank / SpamLang run.

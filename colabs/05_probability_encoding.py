@@ -29,7 +29,7 @@ import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 # The small setting trains what the main job's tiny scale trains (the same
-# run of train/training/experiments.py: XLA's compile cache serves both).
+# run of train/training/experiments.py, which XLA's compile cache can share).
 STEPS = 16 if SMALL else 400
 WINDOWS = 4 if SMALL else 64
 ROOT = tempfile.mkdtemp()

@@ -32,14 +32,15 @@ def _embeddings(subject):
   return w if b is None else np.hstack([w, b[:, None]])
 
 
-def _moments(subject, x, name: str) -> encoding.Moments:
-  """encoding.moments of `x` (the subject's `name`: 'E' = _embeddings, 'W'),
-  once per subject: the probes below fit on the same head four times."""
-  if subject.head()[1] is None:
-    name = "E"  # Without a bias E is W.
-  key = f"moments {name}"
+def _moments(subject, name: str) -> encoding.Moments:
+  """encoding.moments of the subject's 'E' (`_embeddings`) or 'W' (the
+  head), once per subject: the probes below fit on the same head four
+  times."""
+  w, b = subject.head()
+  key = f"moments {'E' if b is None else name}"  # Without a bias E is W.
   if key not in subject.derived:
-    subject.derived[key] = encoding.moments(x)
+    subject.derived[key] = encoding.moments(
+        _embeddings(subject) if key == "moments E" else w)
   return subject.derived[key]
 
 
@@ -50,11 +51,11 @@ def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
   None: all)."""
   alpha = pass_.alpha
   e = _embeddings(subject)
-  out = encoding.probability_mlr(alpha, e, e_moments=_moments(subject, e, "E"))
+  out = encoding.probability_mlr(alpha, e, e_moments=_moments(subject, "E"))
   fit = out.pop("fit")
   w, b = subject.head()
   out.update(adj_r2_without_bias=out["adj_r2"] if b is None else
-             encoding.mlr(-np.log(alpha), w, _moments(subject, w, "W"))[
+             encoding.mlr(-np.log(alpha), w, _moments(subject, "W"))[
                  "adj_r2"],
              tied=bool(subject.cfg.tied), V=int(w.shape[0]),
              D=int(w.shape[1]), positions=pass_.tokens)
@@ -62,7 +63,7 @@ def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
     out["adj_r2_input_embeddings"] = encoding.mlr(
         -np.log(alpha), subject.input_embeddings())["adj_r2"]
   prof = encoding.spearman_profiles(alpha, w,
-                                    e_moments=_moments(subject, w, "W"),
+                                    e_moments=_moments(subject, "W"),
                                     columns=profile_columns)
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
@@ -130,7 +131,7 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   detect, ident = _split_positions(pass_, cap)
   local = _Cached(subject, detect)
   e = _embeddings(subject)
-  fit = encoding.mlr(-np.log(local.alpha), e, _moments(subject, e, "E"))
+  fit = encoding.mlr(-np.log(local.alpha), e, _moments(subject, "E"))
   rng = np.random.default_rng(seed)
   chosen = rng.choice(e.shape[0], size=tokens, replace=False)
   ratios = sorted({r for s in scales for r in (s, 1.0 / s)})
@@ -200,7 +201,7 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   if any(not 0.0 <= r <= 1.0 for r in ratios):
     raise ValueError(f"`ratios` must lie in [0, 1]; got {list(ratios)}.")
   slopes = encoding.mlr(-np.log(pass_.alpha), w,
-                        _moments(subject, w, "W"))["slopes"]
+                        _moments(subject, "W"))["slopes"]
   order = encoding.removal_order(slopes)  # Least salient first.
   counts = [int(round(r * d)) for r in ratios]
   bounds = tuple(sorted({0, d} | set(counts) | {d - c for c in counts}))
