@@ -33,7 +33,14 @@ memory = its own ru_maxrss):
 `--objective=solve` (with `--tolerance`, default 1e-6) runs ours in solve
 mode: each row then also gives the largest relative distance of our
 certified bracket [lower, upper] from HiGHS's t* on bounded instances and
-whether both say t* = -inf on unbounded ones. `--m=a,b` replaces the band m
+whether both say t* = -inf on unbounded ones; with `--highs_start=ours`
+HiGHS's row generation starts from the rows of largest logit at our
+certified embedding (`topm.solve(embeddings=True)`), not the row-space
+point's (on Gemma 3's band one ~30 s round instead of 40+ minutes; its t*
+is still the whole LP's, and its time is then not a peer's); instances
+ours gives no embedding for (t* = -inf, a ray certified in float64 without
+a reference) are skipped, t = NaN.
+`--m=a,b` replaces the band m
 values (regime "given"); `--trials=k` gives every solver the same k
 instances.
 
@@ -94,21 +101,29 @@ def _bottleneck(a, subsets, objective="decide", tolerance=1e-6):
   for _ in range(2):
     start = time.perf_counter()
     details = topm.solve(a, insts, batch=32, objective=objective,
-                         tolerance=tolerance)
+                         tolerance=tolerance,
+                         embeddings=objective == "solve")
     times.append(time.perf_counter() - start)
   return {"verdicts": [x["verdict"] for x in details],
+          "embeddings": [x["embedding"].tolist() if "embedding" in x
+                         else None for x in details],
           "iterations": [x["iterations"] for x in details],
           "t_bounds": [(x["lower_bound"], x["upper_bound"]) for x in details],
           "seconds": times}
 
 
-def _highs(a, subsets):
+def _highs(a, subsets, starts=None):
   from bottleneck.lp import exact  # pylint: disable=g-import-not-at-top
   a64 = a.astype(np.float64)
   out = {"t": [], "seconds": [0.0]}
-  for s in subsets:
+  for i, s in enumerate(subsets):
+    x = None if starts is None else starts[i]
+    if x is not None and not np.all(np.isfinite(x)):  # Ours: a ray.
+      out["t"].append(np.nan)
+      out["skipped"] = out.get("skipped", 0) + 1
+      continue
     start = time.perf_counter()
-    sol = exact.solve(a64, s, np.ones(s.size), method="rowgen")
+    sol = exact.solve(a64, s, np.ones(s.size), method="rowgen", start_x=x)
     out["seconds"][0] += time.perf_counter() - start
     out["t"].append(sol["t"] if sol["status"] == "Optimal" else np.nan)
   return out
@@ -190,6 +205,8 @@ def child(solver, path):
   if solver == "bottleneck":
     out = _bottleneck(a, subsets, str(data["objective"]),
                       float(data["tolerance"]))
+  elif solver == "highs":
+    out = _highs(a, subsets, data["starts"] if "starts" in data else None)
   else:
     out = {"highs": _highs, "mpax": _mpax, "pdlp": _pdlp}[solver](a, subsets)
   out["peak_rss_gb"] = _rss_gb()
@@ -204,10 +221,12 @@ def _verdicts(run):
 
 
 def _run(solver, python, n, d, subsets, tmp, matrix="", objective="decide",
-         tolerance=1e-6):
+         tolerance=1e-6, starts=None):
   path = os.path.join(tmp, f"{solver}_{n}_{subsets[0].size}.npz")
+  extra = {} if starts is None else {"starts": np.array(
+      [np.full(d, np.nan) if x is None else x for x in starts])}
   np.savez(path, n=n, d=d, subsets=np.stack(subsets), matrix=matrix,
-           objective=objective, tolerance=tolerance)
+           objective=objective, tolerance=tolerance, **extra)
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # The repo, then the
       [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))  # caller's.
@@ -316,13 +335,19 @@ def main():
           k = trials[solver]
           python = sys.executable if solver in ("bottleneck", "highs") else (
               peers_python)
+          ours = row["solvers"].get("bottleneck", {}).get("embeddings")
+          starts = ours[:k] if (solver == "highs" and ours and args.get(
+              "highs_start") == "ours") else None
           run = _run(solver, python, n, d, subsets[:k], tmp, matrix_path,
-                     objective, tolerance)
+                     objective, tolerance, starts)
           run["instances"] = k
           row["solvers"][solver] = run
           print(f"{n}x{d} m={m} ({regime}) {solver}: {k} in "
                 f"{run['seconds'][0]:.1f} s (warm {run['seconds'][-1]:.1f}"
                 f" s), peak {run['peak_rss_gb']:.2f} GB", flush=True)
+        row["solvers"].get("bottleneck", {}).pop("embeddings", None)
+        if args.get("highs_start") == "ours":  # Not a peer's time then.
+          row["highs_start"] = "ours"
         _compare(row)
         results["rows"].append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "solvers"}),

@@ -44,7 +44,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           policy: certificates.Policy = certificates.Policy(),
           first_check: int | str | None = "auto", objective: str = "decide",
           tolerance: float = 1e-6, working_set: int | None = None,
-          finish_after: int | None = 1600) -> list[dict]:
+          finish_after: int | None = 1600,
+          embeddings: bool = False) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
 
   `batch` slots iterate together with continuous batching (lp.stream). One
@@ -75,6 +76,12 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   gets one exact finish (lp.finish: interior point on the rows its iterate
   names, with row generation; ~10 s on a 262144-row head), whose point
   and duals are certified like any other (source 'ipm'). None: never.
+
+  `embeddings` (solve mode): a record with a finite certified upper bound
+  also gets `embedding`, the float64 x [d] it was proved at, for the `a`
+  passed in: A_S x = y to rounding and every other logit <= upper_bound
+  (the optimal embedding to `tolerance`). Not given for subsets with
+  repeated rows.
   """
   if not instances:
     return []
@@ -86,6 +93,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   checks.one_of("objective", objective, admm.OBJECTIVES)
   checks.open_interval("tolerance", tolerance, 0.0, np.inf)
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
+  scale = records.power_of_two_factor(a)  # x in A's units: scale * x.
   a = records.power_of_two_scaled(a)
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   d = a.shape[1]
@@ -99,15 +107,19 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
         solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
         delta=delta, devices=devices, policy=policy, first_check=first_check,
         objective=objective, tolerance=tolerance, working_set=working_set,
-        finish_after=finish_after)
+        finish_after=finish_after, embeddings=embeddings)
     plain = [k for k in range(len(instances)) if k not in repeated]
     details = dict(zip(plain, again(a, [instances[k] for k in plain],
                                     progress=progress, m_pad=m_pad)))
+    for k in plain:  # Solved on the scaled A: back to the caller's units.
+      if "embedding" in details[k]:
+        details[k]["embedding"] = scale * details[k]["embedding"]
     for k, pairs in repeated.items():
       details[k] = records.solve_repeated(
           lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k],
           pairs)
       details[k].pop("_cert", None)
+      details[k].pop("embedding", None)
     return [details[k] for k in range(len(instances))]
   if working_set is not None and not (
       m_pad <= working_set <= a.shape[0] - m_pad):
@@ -167,6 +179,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
             exact_fallback)
       detail = details[order[out.index]]
       cert = detail.pop("_cert", None)
+      if (embeddings and objective == "solve" and cert and
+          cert.get("x") is not None and np.isfinite(detail["upper_bound"])):
+        detail["embedding"] = scale * np.asarray(cert["x"], np.float64)
       known.learn(out.index, detail["verdict"], cert)
       if (chained and detail["verdict"] == "feasible" and out.x_rot is not
           None and cert and cert.get("x") is not None and

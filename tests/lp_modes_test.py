@@ -76,6 +76,31 @@ class SolveModeTest(absltest.TestCase):
                          else "infeasible")
     self.assertGreaterEqual(closed, 0.9 * len(insts))
 
+  def test_embedding_is_optimal_in_the_callers_units(self):
+    # A x 1000 is scaled by 2^-10 inside solve: the embedding must come
+    # back for the matrix passed in (x / 1000 of the unscaled problem's).
+    a = 1000.0 * np.random.default_rng(5).standard_normal((600, 24))
+    self.assertNotEqual(records.power_of_two_factor(a), 1.0)
+    insts = _instances(600, (4, 8), 3, "logits", 3)
+    details = topm.solve(a, insts, batch=8, objective="solve",
+                         tolerance=1e-6, embeddings=True)
+    checked = 0
+    for it, det in zip(insts, details):
+      if not np.isfinite(det["upper_bound"]):
+        self.assertNotIn("embedding", det)
+        continue
+      x = det["embedding"]
+      rest = np.setdiff1d(np.arange(600), it.subset)
+      np.testing.assert_allclose(a[it.subset] @ x, it.y, atol=1e-9)
+      logits = a[rest] @ x
+      self.assertLessEqual(logits.max(), det["upper_bound"] + 1e-9)
+      t_star = _highs_t(a, it.subset, it.y)  # An optimum, to tolerance.
+      self.assertLessEqual(logits.max() - t_star, 1e-6 * abs(t_star) + 1e-9)
+      checked += 1
+    self.assertGreaterEqual(checked, 4)
+    plain = topm.solve(a, insts[:2], batch=8, objective="solve")
+    self.assertNotIn("embedding", plain[0])
+
   def test_t_star_quantiles_next_to_rays(self):
     solve = lambda t: {"verdict": "feasible", "bracket_closed": True,
                        "upper_bound": t}

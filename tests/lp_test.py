@@ -235,6 +235,12 @@ class AgreementTest(parameterized.TestCase):
         sol = lp_exact.solve(a, it.subset, it.y, method=method)
         self.assertAlmostEqual(sol["t"], _linprog_t(a, it.subset, it.y),
                                places=6)
+      # Row generation from any start (here a random embedding: its
+      # largest logits miss most active rows) ends at the whole LP's t*.
+      start_x = np.random.default_rng(it.subset[0]).standard_normal(40)
+      sol = lp_exact.solve(a, it.subset, it.y, start_x=start_x)
+      self.assertAlmostEqual(sol["t"], _linprog_t(a, it.subset, it.y),
+                             places=6)
 
 
 class CertificateTest(absltest.TestCase):

@@ -193,6 +193,14 @@ class CostModel:
     return tau * max(path, work / self.batch) + host
 
 
+def power_of_two_factor(a) -> float:
+  """The 2^k by which `power_of_two_scaled` multiplies A (1.0: unscaled)."""
+  rms = float(np.sqrt(np.mean(head_norms(a[::max(
+      1, len(a) // 65536)]) ** 2)))
+  k = -int(np.round(np.log2(rms))) if rms > 0 else 0
+  return 1.0 if abs(k) < 3 else 2.0 ** k
+
+
 def power_of_two_scaled(a, in_place: bool = False):
   """A times 2^k with |A|'s RMS row norm in [1/8, 8]: every t*, verdict and
   multiplier is unchanged (x scales by 2^-k) and the product is exact, but
@@ -201,12 +209,10 @@ def power_of_two_scaled(a, in_place: bool = False):
   `in_place`: a writable A is scaled where it is instead of copied (a
   caller that owns A: a Gaussian N x d has RMS row norm sqrt(d), and its
   copy would be a second N x d array held through the whole solve)."""
-  rms = float(np.sqrt(np.mean(head_norms(a[::max(
-      1, len(a) // 65536)]) ** 2)))
-  k = -int(np.round(np.log2(rms))) if rms > 0 else 0
-  if abs(k) < 3:
+  factor = power_of_two_factor(a)
+  if factor == 1.0:
     return a
-  factor = np.asarray(2.0 ** k, a.dtype)
+  factor = np.asarray(factor, a.dtype)
   if in_place and a.flags.writeable and a.dtype.kind == "f":
     a *= factor
     return a
