@@ -303,6 +303,9 @@ def main():
       "sizes", ",".join(f"{n}x{d}" for n, d in SIZES)).split(",")]
   spec, matrix_path, bands = args.get("matrix", "gaussian"), "", SIZES
   objective = args.get("objective", "decide")
+  if args.get("highs_start", "ours") != "ours":
+    raise SystemExit("error: --highs_start must be 'ours' (or left out); "
+                     f"got {args['highs_start']!r}.")
   tolerance = float(args.get("tolerance", "1e-6"))
   if spec != "gaussian":  # A trained head, saved once for every solver.
     from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top

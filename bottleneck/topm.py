@@ -80,8 +80,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   `embeddings` (solve mode): a record with a finite certified upper bound
   also gets `embedding`, the float64 x [d] it was proved at, for the `a`
   passed in: A_S x = y to rounding and every other logit <= upper_bound
-  (the optimal embedding to `tolerance`). Not given for subsets with
-  repeated rows.
+  (an optimal embedding to `tolerance` where `bracket_closed`). Not given
+  for subsets with repeated rows.
   """
   if not instances:
     return []

@@ -241,6 +241,8 @@ class AgreementTest(parameterized.TestCase):
       sol = lp_exact.solve(a, it.subset, it.y, start_x=start_x)
       self.assertAlmostEqual(sol["t"], _linprog_t(a, it.subset, it.y),
                              places=6)
+    with self.assertRaisesRegex(ValueError, "start_x.*d = 40"):
+      lp_exact.solve(a, it.subset, it.y, start_x=np.ones(39))
 
 
 class CertificateTest(absltest.TestCase):

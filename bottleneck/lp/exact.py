@@ -95,6 +95,9 @@ def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
     a_s = a[subset]
     x_par = a_s.T @ np.linalg.solve(a_s @ a_s.T, y) if start_x is None else (
         checks.finite_array("start_x", start_x, ndim=1))
+    if x_par.shape != (d,):
+      raise ValueError(f"`start_x` must have d = {d} entries; got "
+                       f"{x_par.shape[0]}.")
     order = rest[np.argsort(-(a[rest] @ x_par))]
     k = min(rest.size, 4 * d)
   rows = order[:k]
