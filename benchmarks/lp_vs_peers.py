@@ -208,7 +208,7 @@ def child(solver, path):
   elif solver == "highs":
     out = _highs(a, subsets, data["starts"] if "starts" in data else None)
   else:
-    out = {"highs": _highs, "mpax": _mpax, "pdlp": _pdlp}[solver](a, subsets)
+    out = {"mpax": _mpax, "pdlp": _pdlp}[solver](a, subsets)
   out["peak_rss_gb"] = _rss_gb()
   print(json.dumps(out, default=float))
 

@@ -94,7 +94,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   checks.open_interval("tolerance", tolerance, 0.0, np.inf)
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
   scale = records.power_of_two_factor(a)  # x in A's units: scale * x.
-  a = records.power_of_two_scaled(a)
+  a = records.power_of_two_scaled(a, factor=scale)
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   d = a.shape[1]
   m_pad = max([it.subset.size for it in instances] + [m_pad or 0])

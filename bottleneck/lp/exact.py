@@ -91,14 +91,14 @@ def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
   start = time.perf_counter()
   if method == "full":
     order, k = rest, rest.size
-  else:  # Rows most likely to bind: largest logits of the row-space point.
-    a_s = a[subset]
-    x_par = a_s.T @ np.linalg.solve(a_s @ a_s.T, y) if start_x is None else (
+  else:  # Rows most likely to bind: largest logits of the row-space point
+    a_s = a[subset]  # (or of start_x).
+    point = a_s.T @ np.linalg.solve(a_s @ a_s.T, y) if start_x is None else (
         checks.finite_array("start_x", start_x, ndim=1))
-    if x_par.shape != (d,):
+    if point.shape != (d,):
       raise ValueError(f"`start_x` must have d = {d} entries; got "
-                       f"{x_par.shape[0]}.")
-    order = rest[np.argsort(-(a[rest] @ x_par))]
+                       f"{point.shape[0]}.")
+    order = rest[np.argsort(-(a[rest] @ point))]
     k = min(rest.size, 4 * d)
   rows = order[:k]
   status, t, x, mu_rows = "not run", np.nan, None, None

@@ -201,15 +201,17 @@ def power_of_two_factor(a) -> float:
   return 1.0 if abs(k) < 3 else 2.0 ** k
 
 
-def power_of_two_scaled(a, in_place: bool = False):
+def power_of_two_scaled(a, in_place: bool = False,
+                        factor: float | None = None):
   """A times 2^k with |A|'s RMS row norm in [1/8, 8]: every t*, verdict and
   multiplier is unchanged (x scales by 2^-k) and the product is exact, but
   absolute tolerances of the solver and the rounding bounds then see a
   matrix of unit size (a matrix scaled by 1e6 or 1e-6 decides alike).
   `in_place`: a writable A is scaled where it is instead of copied (a
   caller that owns A: a Gaussian N x d has RMS row norm sqrt(d), and its
-  copy would be a second N x d array held through the whole solve)."""
-  factor = power_of_two_factor(a)
+  copy would be a second N x d array held through the whole solve).
+  `factor`: `power_of_two_factor(a)`, if the caller has it already."""
+  factor = power_of_two_factor(a) if factor is None else factor
   if factor == 1.0:
     return a
   factor = np.asarray(factor, a.dtype)
