@@ -83,6 +83,65 @@ class InheritInfeasibleTest(absltest.TestCase):
     self.assertIsNone(chains.positions([7, 4], [3, 9, 7]))
 
 
+class InheritFeasibleTest(absltest.TestCase):
+  """A FEASIBLE certificate carried down without a pass over A."""
+
+  def setUp(self):
+    super().setUp()
+    self.a = matrices.random(3000, 48, seed=5)
+    self.facts = lp_facts.MatrixFacts(self.a)
+    self.order = np.random.default_rng(6).permutation(3000)
+    self.parent = self.order[:8]
+    x = exact.solve(self.a, self.parent, np.ones(8))["x"]
+    self.cert = certificates.check_feasible(self.facts, self.parent,
+                                            np.ones(8), x, 1.0)
+    assert self.cert["ok"] and self.cert["t_upper"] < 0.99, self.cert
+
+  def _inherit(self, subset, y=None, upper=None):
+    y = np.ones(len(subset)) if y is None else y
+    return chains.inherit_feasible(
+        self.facts, self.parent, self.cert["x"],
+        self.cert["t_upper"] if upper is None else upper, subset, y, 1.0)
+
+  def test_its_bounds_hold_against_every_row_and_highs(self):
+    a64 = self.a.astype(np.float64)
+    for m in (1, 3, 5, 7):
+      subset = self.order[:m]
+      got = self._inherit(subset)
+      self.assertIsNotNone(got, m)
+      x = got["x"]
+      np.testing.assert_allclose(a64[subset] @ x, 1.0, atol=1e-12)
+      rest = np.ones(3000, bool)
+      rest[subset] = False
+      self.assertGreaterEqual(got["t_upper"], (a64[rest] @ x).max())
+      rest[self.parent] = False  # The rows off S' alone: the parent's
+      self.assertGreaterEqual(got["off_parent_upper"],  # bound, moved.
+                              (a64[rest] @ x).max())
+      self.assertLess(got["t_upper"], 1.0)
+      self.assertLessEqual(_t_star(self.a, subset, np.ones(m)),
+                           got["t_upper"])
+      self.assertTrue(certificates.check_feasible(
+          self.facts, subset, np.ones(m), x, 1.0)["ok"])
+
+  def test_declines_what_it_cannot_prove(self):
+    self.assertIsNone(self._inherit(self.order[20:25]))  # Not inside S'.
+    self.assertIsNone(self._inherit(self.parent))  # Nothing to drop.
+    self.assertIsNone(self._inherit(self.order[:5], upper=1.0))  # No slack.
+    self.assertIsNone(self._inherit(self.order[:5], y=np.full(5, 30.0)))
+
+  def test_a_nested_logits_sweep_carries_down_without_scoring(self):
+    a = matrices.random(3000, 48, seed=1)
+    with mock.patch.object(lp_facts.MatrixFacts, "prime") as prime:
+      out = topm.sweep(a, list(range(2, 26, 2)), 6, "logits", seed=3,
+                       nested=True, batch=8)
+    prime.assert_not_called()
+    kinds = collections.Counter(
+        d["certificate"] for r in out for d in r["trials_detail"]
+        if d["source"] == "chain" and d["verdict"] == "feasible")
+    self.assertEqual(set(kinds), {"inherited"})
+    self.assertGreaterEqual(kinds["inherited"], 3)
+
+
 class NestedSweepTest(absltest.TestCase):
 
   def test_every_verdict_agrees_with_highs_and_most_are_carried(self):

@@ -24,6 +24,13 @@ FEASIBLE goes down. If x' certifies S' (A_{S'} x' = y', other logits <
   certifies S (the correction is small: its largest effect on another
   logit is about |correction|.max|a_j|). `feasible_candidate` builds x;
   the caller checks it in float64 like any other embedding.
+  Without a pass over A (`inherit_feasible`, for targets alone: no
+  probabilities to check): with t' >= every a_j . x' off S' (the parent's
+  certified bound) and the correction x - x' scaled so that
+  max_j |a_j| |x - x'| <= (thr - t') / 2, every row off S' stays below
+  (thr + t') / 2 by Cauchy-Schwarz, and the rows of S' minus S are
+  computed. So with equal targets (the logits problem) every subset of a
+  selectable set is selectable.
 
 `Feed` runs each chain's members in the order a bisection for its
 transition would (weighted by where the other chains of its family have
@@ -89,6 +96,61 @@ def inherit_infeasible(proof: DualProof, subset, y, threshold: float
           "support": int(proof.support.size - hit.size),
           "inherited_from_m": int(proof.subset.size), "moved_rows": int(
               hit.size), "proof": None}
+
+
+def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
+                     subset, y, threshold: float) -> dict | None:
+  """A FEASIBLE certificate of S ⊂ S' from S''s (module docstring): a
+  dict of kind 'inherited' with the embedding x (A_S x = y to rounding)
+  and its proven `t_upper` (>= every exact a_j . x off S; `off_parent_upper`
+  alone for the rows off S'), or None when S is not
+  inside S' or the bound does not clear the threshold. `parent_x` is the
+  parent's certified embedding (certificates.check_feasible's `x`) and
+  `parent_upper` its bound on every a_j . x' off S'. No pass over A: the
+  rows off S' are bounded through the parent's bound, the m' - m rows of
+  S' minus S are computed with rounding bounds (gamma_d |a_j| |x|)."""
+  parent_subset = np.asarray(parent_subset)
+  pos = positions(subset, parent_subset)
+  if pos is None or not parent_upper < threshold:
+    return None
+  out = np.ones(parent_subset.size, bool)
+  out[pos] = False  # S' minus S.
+  if not out.any():
+    return None
+  x_p = np.asarray(parent_x, np.float64)
+  norms = facts.row_norms
+  reach = _upper(float(norms.max()), facts.a.shape[1])  # >= max |a_j|.
+  down = facts.rowspace(parent_subset, -out.astype(np.float64))[0]
+  size = float(np.linalg.norm(down))
+  if not (np.isfinite(size) and size > 0):
+    return None
+  x = x_p + (threshold - parent_upper) / (2.0 * reach * size) * down
+  subset = np.asarray(subset)
+  y = np.asarray(y, np.float64)
+  residual = y - facts.rows(subset) @ x
+  if np.max(np.abs(residual)) > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+    x = x + facts.rowspace(subset, residual)[0]  # Onto A_S x = y (the
+    # parent's equalities hold it already where its targets on S are y).
+  gamma_d = _gamma(facts.a.shape[1])
+  norm_x = float(np.linalg.norm(x))
+  off = parent_upper + _upper(reach * _upper(float(np.linalg.norm(x - x_p)),
+                                             x.size), 1)
+  off = float(np.nextafter(off, np.inf))  # >= every a_j . x off S'.
+  dropped = parent_subset[out]
+  logits = facts.rows(dropped) @ x
+  t_upper = max(off, float(np.max(logits + _upper(
+      gamma_d * norms[dropped] * norm_x, 1))))
+  logits_s = facts.rows(subset) @ x
+  s_lower = float(np.min(logits_s - _upper(gamma_d * norms[subset] *
+                                            norm_x, 1)))
+  if not (t_upper < threshold and s_lower > t_upper):
+    return None
+  return {"ok": True, "kind": "inherited", "t_upper": t_upper,
+          "margin": float(threshold - t_upper),
+          "top_m_margin": float(s_lower - t_upper),
+          "equality_residual": float(np.max(np.abs(logits_s - y))),
+          "inherited_from_m": int(parent_subset.size),
+          "off_parent_upper": off, "x": x}
 
 
 def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,

@@ -185,13 +185,25 @@ class Carry:
 
   def down(self, index: int, cert: dict) -> None:
     """A solved FEASIBLE member's embedding, carried to every member below
-    it, all scored by one GEMM (MatrixFacts.prime) and checked."""
+    it: by chains.inherit_feasible where no probabilities are prescribed
+    (and no ray is looked for), else all scored by one GEMM
+    (MatrixFacts.prime) and checked."""
     facts, queue = self.checks.facts, self.checks.queue
     parent, jobs = queue[index], []
     for child in self.feed.below(index):
       if child in self.ready:
         continue
       inst = queue[child]
+      if inst.p is None and not facts.one_sided:  # No probabilities, no
+        start = time.perf_counter()  # ray to look for: no pass over A.
+        inherited = chains.inherit_feasible(
+            facts, parent.subset, cert["x"], cert["t_upper"], inst.subset,
+            inst.y, inst.threshold)
+        if inherited is not None:
+          self.ready[child] = records.detail(
+              inst, "feasible", inherited["t_upper"], inherited, "chain", 0,
+              start)
+          continue
       x = chains.feasible_candidate(facts, parent.subset, cert["x"],
                                     cert["t_upper"], inst.subset, inst.y,
                                     inst.threshold)
