@@ -30,7 +30,10 @@ FEASIBLE goes down. If x' certifies S' (A_{S'} x' = y', other logits <
   max_j |a_j| |x - x'| <= (thr - t') / 2, every row off S' stays below
   (thr + t') / 2 by Cauchy-Schwarz, and the rows of S' minus S are
   computed. So with equal targets (the logits problem) every subset of a
-  selectable set is selectable.
+  selectable set is selectable. Not for prescribed probabilities: there
+  the dropped rows start at targets above the threshold (min ybar = 1 >
+  1 - eps), and a correction that moves them below it is too large for
+  this bound (`feasible_candidate` and a pass over A instead).
 
 `Feed` runs each chain's members in the order a bisection for its
 transition would (weighted by where the other chains of its family have
