@@ -130,10 +130,13 @@ def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
   x = x_p + (threshold - parent_upper) / (2.0 * reach * size) * down
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
-  residual = y - facts.rows(subset) @ x
+  a_s = facts.rows(subset)
+  logits_s = a_s @ x
+  residual = y - logits_s
   if np.max(np.abs(residual)) > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
     x = x + facts.rowspace(subset, residual)[0]  # Onto A_S x = y (the
     # parent's equalities hold it already where its targets on S are y).
+    logits_s = a_s @ x
   gamma_d = _gamma(facts.a.shape[1])
   norm_x = float(np.linalg.norm(x))
   off = parent_upper + _upper(reach * _upper(float(np.linalg.norm(x - x_p)),
@@ -143,7 +146,6 @@ def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
   logits = facts.rows(dropped) @ x
   t_upper = max(off, float(np.max(logits + _upper(
       gamma_d * norms[dropped] * norm_x, 1))))
-  logits_s = facts.rows(subset) @ x
   s_lower = float(np.min(logits_s - _upper(gamma_d * norms[subset] *
                                             norm_x, 1)))
   if not (t_upper < threshold and s_lower > t_upper):
