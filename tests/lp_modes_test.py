@@ -4,6 +4,8 @@ tolerance), scale invariance and repeated rows, against scipy/HiGHS."""
 from unittest import mock
 
 from absl.testing import absltest
+import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
@@ -35,7 +37,7 @@ def _instances(n, m_values, trials, problem, seed):
 class WorkingSetTest(absltest.TestCase):
 
   def test_small_working_set_agrees_with_highs(self):
-    # 3000 x 24 with K = 48 rows iterated explicitly (N - m > 32 d: the
+    # 3000 x 24 with K = 48 rows iterated explicitly (N - m > 4 * 128: the
     # default would also use a working set); the other ~2950 rows are
     # shadows that must turn active through the full scans.
     a = np.random.default_rng(3).standard_normal((3000, 24))
@@ -54,6 +56,35 @@ class WorkingSetTest(absltest.TestCase):
         self.assertTrue(det["certificate_ok"])
     self.assertGreaterEqual(decided, 0.9 * len(insts))
     self.assertEqual(kinds, {"feasible", "infeasible"})
+
+
+  def test_default_working_set_follows_d_not_n(self):
+    # ~1.25 d rounded up to 128 wherever N - m exceeds 4 of those (at
+    # 16384 x 512 the old rule, N - m > 32 d, iterated all 16304 rows per
+    # slot explicitly: 1 GB of rows at B = 32); every row where N is small.
+    s = admm.Settings()
+    self.assertEqual(admm.working_set_size(s, 16384, 512, 80), 640)
+    self.assertEqual(admm.working_set_size(s, 50257, 768, 96), 1024)
+    self.assertEqual(admm.working_set_size(s, 400, 24, 8), 392)
+    self.assertEqual(admm.working_set_size(
+        admm.Settings(working_set=48), 400, 24, 8), 48)
+
+
+class LiveGroupsTest(absltest.TestCase):
+
+  def test_groups_without_a_live_slot_keep_their_frozen_outputs(self):
+    x = jnp.arange(8 * 3, dtype=jnp.float32).reshape(8, 3)
+    frozen = -jnp.ones((8, 3))
+    live = jnp.array([0, 0, 1, 0, 0, 0, 0, 1], bool)  # Groups 1 and 3 of 2.
+    fn = lambda row: 2.0 * row + 1.0
+    got = jax.jit(lambda x, f, l: admm._by_live_groups(
+        admm.Settings(group=2), l, fn, (x,), f))(x, frozen, live)
+    group_live = np.repeat(np.asarray(live).reshape(4, 2).any(1), 2)
+    want = np.where(group_live[:, None], 2.0 * np.asarray(x) + 1.0, -1.0)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    # group 0 (all at once): the plain vmap, frozen outputs unused.
+    got = admm._by_live_groups(admm.Settings(group=0), live, fn, (x,), frozen)
+    np.testing.assert_array_equal(np.asarray(got), 2.0 * np.asarray(x) + 1.0)
 
 
 class SolveModeTest(absltest.TestCase):

@@ -85,9 +85,9 @@ class Settings:
   # the threshold over R = check_radius_factor * |x_par| (what the float64
   # certificate then requires is certificates.Policy's business).
   check_radius_factor: float = 10.0
-  # Rows iterated explicitly per instance (0: `working_set_size` picks all
-  # rows, or ~1.25 d when N - m > 32 d); full passes every scan_every
-  # iterations.
+  # Rows iterated explicitly per instance (0: `working_set_size` picks
+  # ~1.25 d, or all rows where N - m is at most 4 times that); full passes
+  # every scan_every iterations.
   working_set: int = 0
   scan_every: int = 10
   # 'decide': stop at the first side of the threshold proved; 'solve': the
@@ -178,17 +178,20 @@ def to_original(basis: Basis, x_rot_d) -> np.ndarray:
 
 
 def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
-  """K: `s.working_set`, else every row of R (the full algorithm) unless
-  N - m > 32 d, where K = 1.25 d rounded up to 128 (a vertex has at most
-  d + 1 - m active rows; with fewer spare rows, rows turning active
+  """K: `s.working_set`, else K = 1.25 d rounded up to 128 (a vertex has
+  at most d + 1 - m active rows; with fewer spare rows, rows turning active
   between scans slow the convergence: at 50257 x 768 in the band, K =
   768 / 1024 / 1536 took 24 / 21 / 35 s for 32 instances, the slowest
-  instance's luck deciding). At most N - m_pad."""
+  instance's luck deciding), or every row of R (the full algorithm) where
+  N - m is at most 4 such K. Every slot holds its W's rows: W = R at
+  16384 x 512 (the rule was N - m > 32 d until 2026-11-26) streamed 1 GB
+  of rows per iteration at B = 32; K = 640 took the band's 32 LPs (m =
+  80) from 66 to 5.3 s compiled, and 4096 x 256 (K = 384, m = 48) from
+  3.1 to 0.8 s. At most N - m_pad."""
+  k = -(-(5 * d // 4) // 128) * 128
   if s.working_set:
     k = s.working_set
-  elif n - m_pad > 32 * d:
-    k = -(-(5 * d // 4) // 128) * 128
-  else:
+  elif n - m_pad <= 4 * k:
     k = n - m_pad
   return max(1, min(k, n - m_pad))
 
@@ -267,8 +270,33 @@ def block_size(s: Settings) -> int:
   return math.gcd(s.check_every, s.scan_every, s.adapt_every)
 
 
+def _by_live_groups(s: Settings, live, fn, args, frozen):
+  """`jax.vmap(fn)(*args)` (leading batch axis) by `group_size` groups of
+  slots; a group with no `live` slot is skipped and keeps its part of
+  `frozen` (the outputs' pytree, whole batch). The groups are written into
+  `frozen` in place (a loop carry): frozen slots then cost nothing, and a
+  batch with a few running slots (the stream's tail) costs about what
+  those slots do."""
+  batch, group = live.shape[0], group_size(s)
+  if not (0 < group < batch and batch % group == 0):
+    return jax.vmap(fn)(*args)
+  take = lambda start: lambda x: jax.lax.dynamic_slice_in_dim(x, start,
+                                                              group)
+
+  def one_group(g, out):
+    start = g * group
+    def run(out):
+      new = jax.vmap(fn)(*jax.tree.map(take(start), tuple(args)))
+      return jax.tree.map(
+          lambda o, n: jax.lax.dynamic_update_slice_in_dim(o, n, start, 0),
+          out, new)
+    return jax.lax.cond(jnp.any(take(start)(live)), run, lambda o: o, out)
+
+  return jax.lax.fori_loop(0, batch // group, one_group, frozen)
+
+
 def _iterate(shared: Shared, state: State, s: Settings, steps):
-  """`steps` iterations of every instance (x, t, u_s, work), by
+  """`steps` iterations of every running instance (x, t, u_s, work), by
   `group_size` groups of instances or all at once."""
   step = functools.partial(admm_step.step, shared, s=s)
 
@@ -276,21 +304,10 @@ def _iterate(shared: Shared, state: State, s: Settings, steps):
     return jax.lax.fori_loop(0, steps, lambda _, c: step(inst, f, rows, *c),
                              (x, t, u_s, work))
 
-  args = (state.inst, state.factors, state.rows, state.x, state.t,
-          state.u_s, state.work)
-  batch, group = state.x.shape[0], group_size(s)
-  if not (0 < group < batch and batch % group == 0):
-    return jax.vmap(iterate)(*args)
-
-  def one_group(live_args):  # A group with no running slot is skipped.
-    live, *xs = live_args
-    return jax.lax.cond(jnp.any(live), lambda: jax.vmap(iterate)(*xs),
-                        lambda: tuple(xs[3:]))
-
-  split = lambda x: x.reshape((batch // group, group) + x.shape[1:])
-  out = jax.lax.map(one_group, jax.tree.map(split, (state.status == RUNNING,)
-                                            + args))
-  return jax.tree.map(lambda x: x.reshape((batch,) + x.shape[2:]), out)
+  return _by_live_groups(
+      s, state.status == RUNNING, iterate,
+      (state.inst, state.factors, state.rows, state.x, state.t, state.u_s,
+       state.work), (state.x, state.t, state.u_s, state.work))
 
 
 def update(shared: Shared, state: State, s: Settings, steps=1) -> State:
@@ -321,15 +338,21 @@ def _check_all(shared: Shared, state: State, s: Settings) -> State:
   W alone has an instance's projected point below its threshold. With
   objective 'solve' nothing is nominated (the candidates are recorded)."""
   running = state.status == RUNNING
-  mu, t_low = jax.vmap(admm_step.dual_bound)(state.inst, state.rows,
-                                             state.work)
+
+  def bounds(inst, rows, work, x):  # Dual bound and W's largest logit.
+    mu, t_low = admm_step.dual_bound(inst, rows, work)
+    x_proj = admm_step.project(inst, x)
+    return mu, t_low, x_proj, jnp.max(rows.a @ x_proj)
+
+  inf = jnp.full(running.shape, jnp.inf, state.x.dtype)
+  mu, t_low, x_proj, t_up_w = _by_live_groups(
+      s, running, bounds, (state.inst, state.rows, state.work, state.x),
+      (jnp.zeros_like(state.work.u), -inf, state.x, inf))
   loud = state.iteration >= state.quiet_until
   infeasible = running & loud & (t_low > state.inst.threshold)
   if s.objective == "solve":
     infeasible = jnp.zeros_like(infeasible)
   better_low = running & (t_low > state.t_lower)
-  x_proj = jax.vmap(admm_step.project)(state.inst, state.x)
-  t_up_w = jnp.max(jnp.einsum("bkd,bd->bk", state.rows.a, x_proj), axis=1)
   state = state._replace(
       status=jnp.where(infeasible, INFEASIBLE, state.status),
       decided_at=jnp.where(infeasible, state.iteration, state.decided_at),
@@ -380,19 +403,22 @@ def _scan_all(shared: Shared, state: State, s: Settings) -> State:
     keep = row_logits.at[rows.idx].max(jnp.where(w.u > 0, jnp.inf, -jnp.inf))
     return admm_step.select_rows(shared, inst, keep, k, rows, w)
 
-  # Decided instances are refreshed too (their W is not used again): no
-  # select copies the [B, K, d] rows. (One instance at a time, lax.map,
-  # would cut the temporaries from 102 to 70 MB at 262144 x 640, B = 32,
-  # but made the band at 50257 x 768 1-2 s slower in 32 instances.)
-  rows, work = jax.vmap(refresh)(state.inst, state.rows, state.work, logits)
+  # A group of slots with none running keeps its W (`_by_live_groups`);
+  # decided slots in a running group are refreshed too (their work is
+  # kept): no select copies the [B, K, d] rows.
+  rows, work = _by_live_groups(
+      s, status == RUNNING, refresh,
+      (state.inst, state.rows, state.work, logits), (state.rows, state.work))
   return state._replace(rows=rows, work=_select(state.status == RUNNING,
                                                 work, state.work))
 
 
 def _adapt_all(shared: Shared, state: State, s: Settings) -> State:
   adapt = functools.partial(admm_step.adapted_factors, shared, s=s)
-  factors = jax.vmap(adapt)(state.inst, state.factors, state.rows, state.x,
-                            state.t, state.u_s, state.work)
+  factors = _by_live_groups(
+      s, state.status == RUNNING, adapt,
+      (state.inst, state.factors, state.rows, state.x, state.t, state.u_s,
+       state.work), state.factors)
   return state._replace(factors=_select(state.status == RUNNING, factors,
                                         state.factors))
 

@@ -4,9 +4,10 @@
 devices, the matrix replicated, the state donated); whenever a quarter of
 them holds a verdict candidate, those are handed out and their slots
 restarted with queued instances (`admm.refill`), so slow instances do not
-hold the batch; once the queue is empty, the last instances move to a batch
-a quarter the size (`_shrink`, once). One compile per (settings,
-mesh, batch, m_pad, matrix shape): `compiled` caches them.
+hold the batch; frozen groups of slots cost no iterations (admm._iterate).
+On request (`shrink_age`), the last instances move to a batch a quarter
+the size once the queue is empty (`_shrink`, once). One compile per
+(settings, mesh, batch, m_pad, matrix shape): `compiled` caches them.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
 cheap float32 evidence (a primal point below the threshold, a dual bound
@@ -146,7 +147,7 @@ class Fifo:
 
 def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
-        first_check: int = 100, shrink_age: int = 200,
+        first_check: int = 100, shrink_age: int | None = None,
         verify: Verify | None = None,
         feed: Feed | None = None) -> Iterator[Finished]:
   """Yields every instance once, as its slot finishes (any order).
@@ -155,16 +156,23 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   offered to it (its raw iterate x and dual u) and released when it
   returns a verdict. With `verify`, an in-loop nomination is checked at
   once: a verdict is yielded (`decided`), else the slot resumes with its
-  nominations quiet for as many iterations as it has run (doubling). Once
-  the queue is empty and the slots still running (all older than
-  `shrink_age`: stragglers, worth a compile) fit in a quarter of the
-  batch, they move to a batch that size (once). `feed` hands out the
+  nominations quiet for as many iterations as it has run (doubling). With
+  `shrink_age`, once the queue is empty and the slots still running (all
+  older than `shrink_age`: stragglers) fit in a quarter of the batch, they
+  move to a batch that size (once). Off by default: the move costs a
+  compile of its own, which on the 2-core CPU of benchmarks/RESULTS.md
+  outweighs what the smaller batch saves (50257 x 768, the band's 32
+  LPs: 21.5 s cold without the move, 24.1 s with it, 15.6 / 13.4 s
+  compiled; paper-size Figure 1 at 20 subsets per m, 1200 LPs: 85.1 s
+  without, 90.7 s with, the same records). `feed` hands out the
   instances (default `Fifo`: in order); one it settles (lp.chains.Feed:
   from another member of its chain) is yielded at once with 0 iterations
   and never takes a slot.
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
+  full = batch  # The tail: a quarter of it or less running (also once
+  # moved to a batch that size).
   feed = feed or Fifo(len(instances))
   settled = []  # Finished by the feed (lp.chains), yielded next round.
   endgame = [False]  # The feed has had nothing to start but waiting ones.
@@ -247,7 +255,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     ahead = bool(offers)
     if ahead:
       state = advance(state, int(now))
-      tail = sum(j >= 0 for j in slots) <= batch // 4  # Idle host: the
+      tail = sum(j >= 0 for j in slots) <= full // 4  # Idle host: the
       finished += yield from _check(decide, offers, slots, next_check, n,
                                     running, int(now), step if tail else 0,
                                     tail or endgame[0])
@@ -266,7 +274,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
     ages = now - started
     ages[finished] = 0  # Refilled this round.
     live = [i for i, j in enumerate(slots) if j >= 0]
-    if (not feed.left() and not shrunk and 0 < len(live) <= batch // 4 and
+    if (shrink_age is not None and not feed.left() and not shrunk and
+        0 < len(live) <= batch // 4 and
         (batch // 4) % mesh.devices.size == 0 and
         min(ages[live]) >= shrink_age):
       batch //= 4
