@@ -37,12 +37,10 @@ def _instances(n, m_values, trials, problem, seed):
 class WorkingSetTest(absltest.TestCase):
 
   def test_small_working_set_agrees_with_highs(self):
-    # 3000 x 24 with K = 48 rows iterated explicitly (N - m > 4 * 128: the
-    # default would also use a working set); the other ~2950 rows are
+    # 3000 x 24 with K = 48 rows iterated explicitly (the default would
+    # use a working set too: N - m > 32 d); the other ~2950 rows are
     # shadows that must turn active through the full scans.
     a = np.random.default_rng(3).standard_normal((3000, 24))
-    self.assertLess(admm.working_set_size(admm.Settings(), 3000, 24, 8),
-                    3000 - 8)
     insts = _instances(3000, (3, 5, 7), 5, "logits", 1)
     details = topm.solve(a, insts, batch=8, working_set=48)
     decided, kinds = 0, set()
@@ -61,11 +59,14 @@ class WorkingSetTest(absltest.TestCase):
   def test_default_working_set_follows_d_not_n(self):
     # ~1.25 d rounded up to 128 wherever N - m exceeds 4 of those (at
     # 16384 x 512 the old rule, N - m > 32 d, iterated all 16304 rows per
-    # slot explicitly: 1 GB of rows at B = 32); every row where N is small.
+    # slot explicitly: 1 GB of rows at B = 32); every row where N - m <=
+    # 32 d and its rows take at most 1 MiB.
     s = admm.Settings()
     self.assertEqual(admm.working_set_size(s, 16384, 512, 80), 640)
     self.assertEqual(admm.working_set_size(s, 50257, 768, 96), 1024)
     self.assertEqual(admm.working_set_size(s, 400, 24, 8), 392)
+    self.assertEqual(admm.working_set_size(s, 2000, 64, 8), 1992)
+    self.assertEqual(admm.working_set_size(s, 4096, 256, 48), 384)
     self.assertEqual(admm.working_set_size(
         admm.Settings(working_set=48), 400, 24, 8), 48)
 

@@ -56,8 +56,8 @@ def define_flags():
   flags.DEFINE_float("tolerance", 1e-6, "Relative width of the certified "
                      "bracket on t* (--objective=solve).")
   flags.DEFINE_integer("working_set", None, "Rows per instance iterated "
-                       "explicitly (default: ~1.25 d, or all where N - m is "
-                       "at most 4 times that).")
+                       "explicitly (default: ~1.25 d, or all where N - m <= "
+                       "32 d and they take at most 1 MiB).")
   flags.DEFINE_integer("finish_after", 1600, "An instance still open at "
                        "this age gets one exact finish (interior point on "
                        "its working set; 0: never).")

@@ -86,8 +86,8 @@ class Settings:
   # certificate then requires is certificates.Policy's business).
   check_radius_factor: float = 10.0
   # Rows iterated explicitly per instance (0: `working_set_size` picks
-  # ~1.25 d, or all rows where N - m is at most 4 times that); full passes
-  # every scan_every iterations.
+  # ~1.25 d, or all rows where N - m <= 32 d and they take at most
+  # 1 MiB); full passes every scan_every iterations.
   working_set: int = 0
   scan_every: int = 10
   # 'decide': stop at the first side of the threshold proved; 'solve': the
@@ -183,15 +183,16 @@ def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   between scans slow the convergence: at 50257 x 768 in the band, K =
   768 / 1024 / 1536 took 24 / 21 / 35 s for 32 instances, the slowest
   instance's luck deciding), or every row of R (the full algorithm) where
-  N - m is at most 4 such K. Every slot holds its W's rows: W = R at
-  16384 x 512 (the rule was N - m > 32 d until 2026-11-26) streamed 1 GB
-  of rows per iteration at B = 32; K = 640 took the band's 32 LPs (m =
+  N - m <= 32 d and R's rows take at most 1 MiB (small matrices, as the
+  tests'). Every slot holds its W's rows: W = R at 16384 x 512 (the rule
+  was N - m <= 32 d alone until 2026-11-26) streamed 1 GB of rows per
+  iteration at B = 32; K = 640 took the band's 32 LPs (m =
   80) from 66 to 5.3 s compiled, and 4096 x 256 (K = 384, m = 48) from
   3.1 to 0.8 s. At most N - m_pad."""
   k = -(-(5 * d // 4) // 128) * 128
   if s.working_set:
     k = s.working_set
-  elif n - m_pad <= 4 * k:
+  elif n - m_pad <= 32 * d and (n - m_pad) * d * 4 <= 1 << 20:
     k = n - m_pad
   return max(1, min(k, n - m_pad))
 
