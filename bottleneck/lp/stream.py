@@ -161,10 +161,12 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   older than `shrink_age`: stragglers) fit in a quarter of the batch, they
   move to a batch that size (once). Off by default: the move costs a
   compile of its own, which on the 2-core CPU of benchmarks/RESULTS.md
-  outweighs what the smaller batch saves (50257 x 768, the band's 32
-  LPs: 21.5 s cold without the move, 24.1 s with it, 15.6 / 13.4 s
-  compiled; paper-size Figure 1 at 20 subsets per m, 1200 LPs: 85.1 s
-  without, 90.7 s with, the same records). `feed` hands out the
+  outweighs what the smaller batch saves, all the more since frozen slots
+  cost nothing there (admm._by_live_groups). 50257 x 768, the band's 32
+  LPs, before that: 21.5 s cold without the move, 24.1 s with it (15.6 /
+  13.4 s compiled); after: 18.2 s (10.7 s) without. Paper-size Figure 1
+  at 20 subsets per m, 1200 LPs: 85.1 s without, 90.7 s with, the same
+  records. `feed` hands out the
   instances (default `Fifo`: in order); one it settles (lp.chains.Feed:
   from another member of its chain) is yielded at once with 0 iterations
   and never takes a slot.
@@ -291,8 +293,9 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
 def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
   """The tail: once the queue is empty and at most `batch` slots still run,
   moves them (and frozen slots as padding) to a compiled batch of that size.
-  Frozen slots still cost their share of every iteration: at 16384 x 512 on
-  a CPU an iteration takes 19 ms with 32 slots, 9 ms with 8, 6 ms with 2."""
+  Where the whole batch iterates at once (accelerators, sharded batches)
+  frozen slots cost their share of every iteration; on a CPU's groups
+  they cost nothing (admm._by_live_groups)."""
   live = [i for i, j in enumerate(slots) if j >= 0]
   idle = [i for i, j in enumerate(slots) if j < 0]
   keep = np.array(live + idle[:batch - len(live)], dtype=np.int64)
