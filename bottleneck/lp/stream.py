@@ -7,8 +7,8 @@ restarted with queued instances (`admm.refill`), so slow instances do not
 hold the batch; on a CPU frozen groups of slots cost nothing
 (admm._by_live_groups). On request (`shrink_age`), the last instances move
 to a batch a quarter the size once the queue is empty (`_shrink`, once).
-One compile per
-(settings, mesh, batch, m_pad, matrix shape): `compiled` caches them.
+One compile per (settings, mesh, batch, m_pad, matrix shape): `compiled`
+caches them.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
 cheap float32 evidence (a primal point below the threshold, a dual bound
