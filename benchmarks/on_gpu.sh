@@ -3,12 +3,16 @@
 # repository root with the stages to run, writing logs, JSON and PNGs to
 # $OUT (default ./gpu_out).
 #
-#   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2
+#   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12); trained heads
 # travel as small GGUFs made by benchmarks/pack_head.py in .gpu/ (a file
-# split in parts, NAME.0, NAME.1, ..., is joined first).
+# split in parts, NAME.0, NAME.1, ..., is joined first). A head over one
+# call's 64 MiB transfer (Gemma 3's: 178 MB as Q8_0) goes in parts
+# (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=3`),
+# one part carried per call while the machine stays warm (ignored files
+# already there are kept between calls), then `gemma3` runs.
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -86,6 +90,9 @@ print([(i['internal_api'], i['num_threads']) for i in
           --m=40..100:10 --trials=100 --gaussian_twin \
           --plot="$OUT/smollm2_vs_gaussian_topm_gpu.png" \
           > "$OUT/smollm2_vs_gaussian_topm_gpu.json" ;;
+    host_checks)  # The INFEASIBLE check alone on this host, by BLAS threads.
+      timed host_checks $PY benchmarks/host_checks.py --threads=1,2,4,8,16 \
+          > "$OUT/host_checks.jsonl" ;;
     gemma3)
       timed gemma3 $TOPM --matrix=gguf:.gpu/gemma3_head.gguf \
           --m=50..70:10 --trials=100 --gaussian_twin \

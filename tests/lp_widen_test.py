@@ -96,6 +96,21 @@ class WidenTest(absltest.TestCase):
     np.testing.assert_allclose(bounds[0], bounds[1], rtol=1e-12)
     np.testing.assert_allclose(bounds, sol["t"], rtol=1e-9)
 
+  def test_kept_or_gathered_again_rows_refine_alike(self):
+    # project keeps A_K's float64 row blocks for its refinement (at most
+    # KEPT_BLOCKS of them), else gathers them again: the same floats either
+    # way, with one block of rows or several.
+    facts, subset, y, mu, x, _ = _rough_multipliers()
+    for rows in (None, 17, 12):  # 1 block (the default here), 2, 3.
+      outs = []
+      for kept in (polish.KEPT_BLOCKS, 0):
+        with mock.patch.object(polish, "KEPT_BLOCKS", kept), \
+            mock.patch.object(polish.linalg, "host_rows",
+                              return_value=rows or 1 << 20):
+          outs.append(polish.project(facts, subset, mu, x, y=y))
+      np.testing.assert_array_equal(outs[0].mu, outs[1].mu)
+      self.assertEqual(outs[0].value, outs[1].value)
+
   def test_no_wider_support_where_the_estimate_is_below_the_threshold(self):
     facts, subset, y, mu, x, sol = _rough_multipliers()
     threshold = 2.0 * sol["t"]  # Feasible at this threshold: no proof.

@@ -251,13 +251,16 @@ def _verify_dual(a, subset, y, mu, support, threshold):
   if support.size + m < d + 1:
     return fail(f"support of mu ({support.size}) + m < d + 1: M M^T would be "
                 "singular")
-  a_s = a[subset].astype(np.float64)
-  a_k = a[support].astype(np.float64)
+  # M = [[A_S^T, -A_K^T], [0, 1^T]] is (d + 1) x (m + |K|), exact entries,
+  # written as its transpose's rows: A's rows are gathered and widened to
+  # float64 once, in place (no float64 copies of A_S and A_K first).
+  m_t = np.empty((m + support.size, d + 1))
+  m_t[:m, :d] = a[subset]
+  np.negative(a[support], out=m_t[m:, :d])
+  m_t[:m, d], m_t[m:, d] = 0.0, 1.0
+  m_mat = m_t.T
   mu_k = mu[support] / mu[support].sum()
-  lam = np.linalg.lstsq(a_s.T, a_k.T @ mu_k, rcond=None)[0]
-  # M = [[A_S^T, -A_K^T], [0, 1^T]] is (d + 1) x (m + |K|), exact entries.
-  m_mat = np.zeros((d + 1, m + support.size))
-  m_mat[:d, :m], m_mat[:d, m:], m_mat[d, m:] = a_s.T, -a_k.T, 1.0
+  lam = np.linalg.lstsq(m_mat[:d, :m], m_t[m:, :d].T @ -mu_k, rcond=None)[0]
   z = np.concatenate([lam, mu_k])
   b = np.zeros(d + 1)
   b[d] = 1.0

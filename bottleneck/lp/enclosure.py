@@ -113,7 +113,8 @@ def shifted_radius(m_mat, gram, factor, r_bound):
     v = scipy.linalg.cho_solve(factor, v / np.linalg.norm(v),
                                check_finite=False)
   estimate = 1.0 / float(np.linalg.norm(v))  # ~lambda_min(G~) from above.
-  frobenius_m = upper(float(np.sum(m_mat * m_mat)), n * p)
+  column_sq = np.einsum("ij,ij->j", m_mat, m_mat)  # |M_{:,i}|^2.
+  frobenius_m = upper(float(np.sum(column_sq)), n * p)
   for fraction in (0.5, 0.25):
     c = fraction * estimate
     shifted = gram - c * np.eye(n)
@@ -123,13 +124,14 @@ def shifted_radius(m_mat, gram, factor, r_bound):
       continue
     if not np.all(np.isfinite(r_f)):
       continue
-    rounding = upper(gamma(n + 1) * upper(float(np.sum(r_f * r_f)), n * n)
+    r_flat = r_f.ravel(order="K")  # A view of the factor, no copy.
+    rounding = upper(gamma(n + 1) * upper(float(r_flat @ r_flat), n * n)
                       + U * float(np.max(np.diag(shifted)))
                       + gamma(p) * frobenius_m, 4)
     lam = (c - rounding) * (1.0 - 4.0 * U)
     if not (np.isfinite(lam) and lam > 0.0):
       continue
     w_norm = upper(upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
-    columns = upper(np.sqrt(upper(np.sum(m_mat * m_mat, axis=0), n)), 1)
+    columns = upper(np.sqrt(upper(column_sq, n)), 1)
     return upper(columns * w_norm, 1), rounding / c
   return None

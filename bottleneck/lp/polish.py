@@ -29,6 +29,13 @@ import numpy as np
 from bottleneck import linalg
 
 
+# `project` keeps up to this many float64 row blocks of A_K (linalg.host_rows:
+# ~8 MiB each) for its refinement's residuals, which would otherwise gather
+# and widen them again, each (d = 768, m = 96, one core: ~4 ms a residual,
+# 3 residuals a call; a wider support is gathered again, as before).
+KEPT_BLOCKS = 2
+
+
 def vertex(a, subset, y, x):
   """The LP vertex whose active rows are the d + 1 - m largest other logits
   at x: solves A_S x_v = y, a_j . x_v = t_v (j in J) exactly in float64.
@@ -200,11 +207,22 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   b = np.ones((d - subset.size + 1, support.size), dtype)
   par = np.zeros(support.size)  # A_K x_par, for `value`.
   step = linalg.host_rows(d)  # Z^T A_K^T by row blocks of A_K (a wide K at
-  for i in range(0, support.size, step):  # d = 640: no 48 MB float64 copy).
-    rows = a[support[i:i + step]]
+  starts = range(0, support.size, step)  # d = 640: no 48 MB float64 copy).
+  kept = {} if len(starts) <= KEPT_BLOCKS else None  # For `refine`.
+
+  def rows64(i):
+    if kept is not None and i in kept:
+      return kept[i]
+    rows = a[support[i:i + step]].astype(np.float64)
+    if kept is not None:
+      kept[i] = rows
+    return rows
+
+  for i in starts:
+    rows = rows64(i)
     b[:-1, i:i + step] = null_coords(reflectors, rows.T, dtype)
     if x_par is not None:
-      par[i:i + step] = rows.astype(np.float64) @ x_par
+      par[i:i + step] = rows @ x_par
   gram = b @ b.T
   target = np.zeros(b.shape[0])
   target[-1] = 1.0
@@ -216,8 +234,7 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
     for _ in range(steps if dtype != np.float64 else 0):  # the residual of
       full = np.zeros(keep.size)  # B mu = e in float64 (B never formed
       full[keep] = mu_k  # in float64), corrected through the dtype factor.
-      v = sum(full[i:i + step] @ np.asarray(a[support[i:i + step]], np.float64)
-              for i in range(0, support.size, step))
+      v = sum(full[i:i + step] @ rows64(i) for i in starts)
       r = target - np.append(null_coords(reflectors, v[:, None])[:, 0],
                              full.sum())
       mu_k = mu_k + (b.T @ solve(r.astype(dtype)))[keep]

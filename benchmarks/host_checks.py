@@ -1,0 +1,106 @@
+"""The host's INFEASIBLE check alone, replayed: polish.project, then
+certificates.check_infeasible_global, on the inputs a Figure-1 sweep
+offered them (m = 5..150 step 5, both problems, nested), with the host
+checks' BLAS thread count of a CPU run (one) or the given ones.
+
+  PYTHONPATH=. .venv/bin/python benchmarks/host_checks.py \
+      --save_calls=/tmp/calls.pkl            # sweep, capture, replay
+  PYTHONPATH=OTHER_TREE .venv/bin/python benchmarks/host_checks.py \
+      --calls_from=/tmp/calls.pkl            # the same inputs, other code
+  ... --threads=1,4,8,16                     # a GPU machine's host
+
+These checks hold the stream where the device iterates faster than the
+host checks (benchmarks/RESULTS.md, the H100 runs); on a 2-core CPU the
+iterations share the cores with them, so a whole run's time hides their
+cost. Prints one JSON line: per-call milliseconds (mean, median) of each
+step, the verdicts, and a digest of the outputs (equal digests: the same
+floats).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import sys
+import time
+
+import numpy as np
+
+
+def capture(n: int, d: int, trials: int, limit: int) -> list[dict]:
+  """The INFEASIBLE claims a nested sweep's checks verify (m = 5..150
+  step 5, both problems), at most `limit` of them."""
+  from bottleneck import topm  # pylint: disable=g-import-not-at-top
+  from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp import certificates  # pylint: disable=g-import-not-at-top
+  calls, verify = [], certificates.verify
+
+  def spy(a, subset, y, threshold, claim, x, mu, *args, **kwargs):
+    if claim == "infeasible" and len(calls) < limit:
+      calls.append({"subset": np.array(subset), "y": np.array(y),
+                    "threshold": float(threshold),
+                    "x": None if x is None else np.array(x),
+                    "mu": np.array(mu)})
+    return verify(a, subset, y, threshold, claim, x, mu, *args, **kwargs)
+
+  certificates.verify = spy
+  try:
+    topm.sweeps(matrices.random(n, d), list(range(5, 151, 5)), trials)
+  finally:
+    certificates.verify = verify
+  return calls
+
+
+def replay(n: int, d: int, calls: list[dict], repeat: int,
+           threads: int = 1) -> dict:
+  """Times project + check_infeasible_global on each captured call, with
+  `threads` BLAS threads."""
+  from threadpoolctl import threadpool_limits  # pylint: disable=g-import-not-at-top
+  from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp import certificates, polish  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp.facts import MatrixFacts  # pylint: disable=g-import-not-at-top
+  facts = MatrixFacts(matrices.random(n, d))
+  times, digest, ok = {"project": [], "global": []}, hashlib.sha256(), 0
+  with threadpool_limits(threads):
+    for round_ in range(repeat):
+      for c in calls:
+        start = time.perf_counter()
+        mu = polish.project(facts, c["subset"], c["mu"], c["x"], 2.0,
+                            y=c["y"]).mu
+        middle = time.perf_counter()
+        cert = certificates.check_infeasible_global(
+            facts, c["subset"], c["y"], mu, c["threshold"])
+        times["project"].append(middle - start)
+        times["global"].append(time.perf_counter() - middle)
+        if round_ == 0:
+          ok += cert["ok"]
+          digest.update(mu.tobytes())
+          digest.update(np.float64(cert["t_lower"]).tobytes())
+  ms = lambda v: {"mean": round(1e3 * float(np.mean(v)), 1),
+                  "median": round(1e3 * float(np.median(v)), 1)}
+  return {"calls": len(calls), "repeat": repeat, "threads": threads,
+          "certified": ok,
+          "project_ms": ms(times["project"]), "global_ms": ms(times["global"]),
+          "digest": digest.hexdigest()[:16]}
+
+
+def main(argv) -> None:
+  args = dict(arg.lstrip("-").split("=", 1) for arg in argv[1:])
+  n, d = int(args.get("N", 50257)), int(args.get("d", 768))
+  if "calls_from" in args:
+    with open(args["calls_from"], "rb") as f:
+      calls = pickle.load(f)
+  else:
+    calls = capture(n, d, int(args.get("trials", 10)),
+                    int(args.get("calls", 40)))
+    if "save_calls" in args:
+      with open(args["save_calls"], "wb") as f:
+        pickle.dump(calls, f)
+  for threads in args.get("threads", "1").split(","):
+    print(json.dumps({"N": n, "d": d, **replay(
+        n, d, calls, int(args.get("repeat", 2)), int(threads))}))
+
+
+if __name__ == "__main__":
+  main(sys.argv)
