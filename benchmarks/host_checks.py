@@ -28,39 +28,35 @@ import time
 import numpy as np
 
 
-def capture(n: int, d: int, trials: int, limit: int) -> list[dict]:
-  """The INFEASIBLE claims a nested sweep's checks verify (m = 5..150
-  step 5, both problems), at most `limit` of them."""
+def capture(a, trials: int, limit: int) -> list[dict]:
+  """The INFEASIBLE claims a nested sweep's checks verify on `a` (m =
+  5..150 step 5 below d, both problems), at most `limit` of them."""
   from bottleneck import topm  # pylint: disable=g-import-not-at-top
-  from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
   from bottleneck.lp import certificates  # pylint: disable=g-import-not-at-top
   calls, verify = [], certificates.verify
 
-  def spy(a, subset, y, threshold, claim, x, mu, *args, **kwargs):
+  def spy(matrix, subset, y, threshold, claim, x, mu, *args, **kwargs):
     if claim == "infeasible" and len(calls) < limit:
       calls.append({"subset": np.array(subset), "y": np.array(y),
                     "threshold": float(threshold),
                     "x": None if x is None else np.array(x),
                     "mu": np.array(mu)})
-    return verify(a, subset, y, threshold, claim, x, mu, *args, **kwargs)
+    return verify(matrix, subset, y, threshold, claim, x, mu, *args,
+                  **kwargs)
 
   certificates.verify = spy
   try:
-    topm.sweeps(matrices.random(n, d), list(range(5, 151, 5)), trials)
+    topm.sweeps(a, list(range(5, min(151, a.shape[1]), 5)), trials)
   finally:
     certificates.verify = verify
   return calls
 
 
-def replay(n: int, d: int, calls: list[dict], repeat: int,
-           threads: int = 1) -> dict:
-  """Times project + check_infeasible_global on each captured call, with
-  `threads` BLAS threads."""
+def replay(facts, calls: list[dict], repeat: int, threads: int = 1) -> dict:
+  """Times project + check_infeasible_global on each captured call (facts:
+  the swept matrix's MatrixFacts), with `threads` BLAS threads."""
   from threadpoolctl import threadpool_limits  # pylint: disable=g-import-not-at-top
-  from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
   from bottleneck.lp import certificates, polish  # pylint: disable=g-import-not-at-top
-  from bottleneck.lp.facts import MatrixFacts  # pylint: disable=g-import-not-at-top
-  facts = MatrixFacts(matrices.random(n, d))
   times, digest, ok = {"project": [], "global": []}, hashlib.sha256(), 0
   with threadpool_limits(threads):
     for round_ in range(repeat):
@@ -86,20 +82,24 @@ def replay(n: int, d: int, calls: list[dict], repeat: int,
 
 
 def main(argv) -> None:
+  from bottleneck.io import matrices  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp.facts import MatrixFacts  # pylint: disable=g-import-not-at-top
   args = dict(arg.lstrip("-").split("=", 1) for arg in argv[1:])
   n, d = int(args.get("N", 50257)), int(args.get("d", 768))
+  a = matrices.random(n, d)  # The sweep's matrix (seed 0), drawn once.
   if "calls_from" in args:
     with open(args["calls_from"], "rb") as f:
       calls = pickle.load(f)
   else:
-    calls = capture(n, d, int(args.get("trials", 10)),
+    calls = capture(a, int(args.get("trials", 10)),
                     int(args.get("calls", 40)))
     if "save_calls" in args:
       with open(args["save_calls"], "wb") as f:
         pickle.dump(calls, f)
+  facts = MatrixFacts(a)
   for threads in args.get("threads", "1").split(","):
     print(json.dumps({"N": n, "d": d, **replay(
-        n, d, calls, int(args.get("repeat", 2)), int(threads))}))
+        facts, calls, int(args.get("repeat", 2)), int(threads))}))
 
 
 if __name__ == "__main__":

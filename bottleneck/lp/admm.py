@@ -189,11 +189,12 @@ def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   iteration at B = 32; K = 640 took the band's 32 LPs (m =
   80) from 66 to 5.3 s compiled, and 4096 x 256 (K = 384, m = 48) from
   3.1 to 0.8 s. At most N - m_pad."""
-  k = -(-(5 * d // 4) // 128) * 128
   if s.working_set:
     k = s.working_set
   elif n - m_pad <= 32 * d and (n - m_pad) * d * 4 <= 1 << 20:
     k = n - m_pad
+  else:
+    k = -(-(5 * d // 4) // 128) * 128
   return max(1, min(k, n - m_pad))
 
 
