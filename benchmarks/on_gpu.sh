@@ -6,13 +6,16 @@
 #   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
-# (ml-collections, highspy, gguf, mpax for Python 3.12); trained heads
-# travel as small GGUFs made by benchmarks/pack_head.py in .gpu/ (a file
-# split in parts, NAME.0, NAME.1, ..., is joined first). A head over one
-# call's 64 MiB transfer (Gemma 3's: 178 MB as Q8_0) goes in parts
-# (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=3`),
-# one part carried per call while the machine stays warm (ignored files
-# already there are kept between calls), then `gemma3` runs.
+# (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
+# call: a machine goes back 30 s after a call, and a fresh one has no
+# /tmp/site). Trained heads travel as small GGUFs made by
+# benchmarks/pack_head.py in .gpu/. A head over one call's 64 MiB transfer
+# (Gemma 3's: 178 MB as Q8_0) goes in parts
+# (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=4`:
+# 44.6 MB each, beside the 9 MB tree and 5 MB of wheels), one part carried
+# per call (NAME.sha256 with the first), each call running this script
+# (with no stage for the first three), back to back while the machine stays
+# warm; then `gemma3` runs.
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -44,10 +47,37 @@ say(f"[timed] {label}: rc {rc}, wall {time.time() - start:.1f} s, "
 '
 timed() { $PY -c "$TIMED" "$LOG" "$@"; }
 
-for part in .gpu/*.0; do  # Heads split in parts.
-  [ -e "$part" ] || continue
-  whole=${part%.0}
-  [ -e "$whole" ] || cat "$whole".[0-9]* > "$whole"
+# A head split in parts (pack_head.py --chunks=k: NAME.0 .. NAME.{k-1} and
+# NAME.sha256) comes over several calls. A call's copy of the tree keeps
+# no ignored file that the call does not carry, so each call first moves
+# the parts it brought out of the tree, to $PARTS; once NAME.sha256 and all
+# k parts are there, they are joined and the hash checked, and every later
+# call links the checked file into .gpu/.
+PARTS=${PARTS:-/tmp/gpu_parts}
+mkdir -p "$PARTS" .gpu
+for f in .gpu/*.[0-9] .gpu/*.sha256; do
+  [ -e "$f" ] && mv "$f" "$PARTS/"
+done
+for sum in "$PARTS"/*.sha256; do
+  [ -e "$sum" ] || continue
+  read -r hash name chunks < "$sum"
+  if [ ! -e "$PARTS/$name" ]; then
+    have=$(ls "$PARTS/$name".[0-9] 2>/dev/null | wc -l)
+    if [ "$have" -lt "$chunks" ]; then
+      echo "$name: $have of $chunks parts in $PARTS" | tee -a "$LOG"
+      continue
+    fi
+    cat "$PARTS/$name".[0-9] > "$PARTS/$name.joined"
+    if [ "$(sha256sum < "$PARTS/$name.joined" | cut -d' ' -f1)" != "$hash" ]
+    then
+      echo "$name: its $chunks parts do not hash to $hash" | tee -a "$LOG"
+      rm -f "$PARTS/$name.joined"
+      continue
+    fi
+    mv "$PARTS/$name.joined" "$PARTS/$name"
+    echo "$name: joined from $chunks parts, sha256 checked" | tee -a "$LOG"
+  fi
+  [ -e ".gpu/$name" ] || ln -s "$PARTS/$name" ".gpu/$name"
 done
 
 TOPM="$PY -m bottleneck.topm"
@@ -101,4 +131,5 @@ print([(i['internal_api'], i['num_threads']) for i in
     *) echo "unknown stage $stage" | tee -a "$LOG"; exit 2 ;;
   esac
 done
-grep "^\[timed\]" "$LOG"
+grep -s "^\[timed\]" "$LOG"
+exit 0

@@ -11,7 +11,8 @@ byte for byte (no requantisation), and prints the sha256 of the float32
 matrix that `bottleneck.io.matrices.load("gguf:OUT")` then gives, to
 check on the other machine (`--check=OUT --sha256=...`). `--chunks=k`
 also splits the file into k parts (OUT.0, OUT.1, ...) that each fit one
-call's transfer; `cat OUT.* > OUT` joins them.
+call's transfer, and OUT.sha256, the whole file's hash and the number of
+parts, which on_gpu.sh checks before it joins them.
 """
 
 from __future__ import annotations
@@ -59,14 +60,26 @@ def main():
       raise SystemExit(f"error: {args['check']} decodes to {got}, not "
                        f"{args['sha256']}")
     return
-  print(pack(args["model"], args["out"]))
   chunks = int(args.get("chunks", 1))
+  if not 1 <= chunks <= 10:
+    raise SystemExit(f"error: --chunks={chunks}: allowed 1..10 (one digit "
+                     "per part, as on_gpu.sh globs them)")
+  print(pack(args["model"], args["out"]))
   if chunks > 1:
-    data = open(args["out"], "rb").read()
-    step = -(-len(data) // chunks)
-    for k in range(chunks):
-      with open(f"{args['out']}.{k}", "wb") as f:
-        f.write(data[k * step:(k + 1) * step])
+    split(args["out"], chunks)
+
+
+def split(out: str, chunks: int) -> None:
+  """OUT.0 .. OUT.{chunks-1}, and OUT.sha256 ("SHA256 NAME CHUNKS"):
+  what benchmarks/on_gpu.sh checks before it joins them."""
+  data = open(out, "rb").read()
+  step = -(-len(data) // chunks)
+  for k in range(chunks):
+    with open(f"{out}.{k}", "wb") as f:
+      f.write(data[k * step:(k + 1) * step])
+  name = out.rsplit("/", 1)[-1]
+  with open(f"{out}.sha256", "w") as f:
+    f.write(f"{hashlib.sha256(data).hexdigest()} {name} {chunks}\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,129 @@
+"""The tools that carry a run to a lent GPU machine and bring it back.
+
+benchmarks/pack_head.py splits a head over several calls' transfers;
+benchmarks/on_gpu.sh moves each call's parts out of the tree (a call's copy
+keeps no ignored file it does not carry), joins them once all have come
+and checks their hash; benchmarks/summarize_topm.py keeps a run's per-m
+counts. Each is run here as the machine would run it, on small files.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import pack_head  # pylint: disable=g-import-not-at-top,wrong-import-position
+import summarize_topm  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+class PartsTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.tree = tempfile.mkdtemp()  # The machine's copy of the tree.
+    self.parts = tempfile.mkdtemp()  # $PARTS, outside it.
+    self.here = tempfile.mkdtemp()  # This machine's .gpu/.
+    os.makedirs(os.path.join(self.tree, "benchmarks"))
+    shutil.copy(os.path.join(ROOT, "benchmarks", "on_gpu.sh"),
+                os.path.join(self.tree, "benchmarks"))
+    self.head = os.path.join(self.here, "h.gguf")
+    with open(self.head, "wb") as f:
+      f.write(os.urandom(100_003))
+    pack_head.split(self.head, 3)
+
+  def tearDown(self):
+    for path in (self.tree, self.parts, self.here):
+      shutil.rmtree(path)
+    super().tearDown()
+
+  def call(self, *carried: str) -> str:
+    """One call: a fresh .gpu/ holding only the carried files, then the
+    script with no stage."""
+    gpu = os.path.join(self.tree, ".gpu")
+    shutil.rmtree(gpu, ignore_errors=True)
+    os.makedirs(gpu)
+    for name in carried:
+      shutil.copy(os.path.join(self.here, name), gpu)
+    env = dict(os.environ, WHEELS="0", PARTS=self.parts,
+               OUT=os.path.join(self.tree, "out"))
+    run = subprocess.run(["bash", "benchmarks/on_gpu.sh"], cwd=self.tree,
+                         env=env, capture_output=True, text=True, check=True)
+    return run.stdout
+
+  def joined(self) -> bytes | None:
+    path = os.path.join(self.tree, ".gpu", "h.gguf")
+    return open(path, "rb").read() if os.path.exists(path) else None
+
+  def test_split_writes_parts_and_hash(self):
+    sizes = [os.path.getsize(f"{self.head}.{k}") for k in range(3)]
+    self.assertEqual(sum(sizes), 100_003)
+    hash_, name, chunks = open(f"{self.head}.sha256").read().split()
+    self.assertEqual((name, chunks), ("h.gguf", "3"))
+    self.assertLen(hash_, 64)
+
+  def test_parts_over_three_calls_join_to_the_file(self):
+    self.assertIn("1 of 3 parts", self.call("h.gguf.0", "h.gguf.sha256"))
+    self.assertIsNone(self.joined())
+    self.assertIn("2 of 3 parts", self.call("h.gguf.1"))
+    self.assertIn("sha256 checked", self.call("h.gguf.2"))
+    whole = open(self.head, "rb").read()
+    self.assertEqual(self.joined(), whole)
+    self.call()  # A later call carries nothing: the head is still there.
+    self.assertEqual(self.joined(), whole)
+
+  def test_a_wrong_part_is_refused(self):
+    shutil.copy(f"{self.head}.0", f"{self.head}.1")  # Part 1 lost, 0 twice.
+    self.call("h.gguf.0", "h.gguf.sha256")
+    self.call("h.gguf.1")
+    self.assertIn("do not hash to", self.call("h.gguf.2"))
+    self.assertIsNone(self.joined())
+
+
+class SummaryTest(absltest.TestCase):
+
+  def test_counts_sources_iterations_and_check_seconds(self):
+    trial = lambda source, its, sec: {"source": source, "iterations": its,
+                                      "verify_seconds": sec, "subset": [1]}
+    record = {"matrix": "g", "problem": "logits", "m": 60, "trials": 4,
+              "feasible": 3, "infeasible": 1, "undecided": 0,
+              "fraction": 0.75, "trials_detail": [
+                  trial("admm", 300, 0.5), trial("ipm", 900, 2.0),
+                  trial("chain", 0, 0.25), trial("admm", 100, None)]}
+    got = summarize_topm.summary(record)
+    self.assertEqual((got["solved_by_admm"], got["solved_by_ipm"],
+                      got["carried_from_chain"]), (2, 1, 1))
+    self.assertEqual(got["iterations_total"], 1300)
+    self.assertAlmostEqual(got["host_check_seconds"], 2.75)
+    self.assertNotIn("trials_detail", got)
+
+  def test_reads_the_stage_from_the_log(self):
+    log = os.path.join(tempfile.mkdtemp(), "log.txt")
+    with open(log, "w") as f:
+      f.write("== other: x\n[timed] other: rc 0, wall 1.0 s, peak RSS 1 KiB\n"
+              "== fig: python3 -m bottleneck.topm --N=9\n"
+              "[1/2] head (9x2): LP instances 3/3 (100%) elapsed 7.5s ETA 0s\n"
+              "[2/2] gaussian 9x2: LP instances 3/3 (100%) elapsed 2.0s ETA 0s"
+              "\n[timed] fig: rc 0, wall 12.5 s, peak RSS 2048 KiB\n")
+    got = summarize_topm.from_log(log, "fig")
+    self.assertEqual(got["command"], "python3 -m bottleneck.topm --N=9")
+    self.assertEqual((got["wall_seconds"], got["peak_rss_kib"]), (12.5, 2048))
+    self.assertEqual(got["lp_stream_seconds"],
+                     {"head (9x2)": 7.5, "gaussian 9x2": 2.0})
+    out = os.path.join(os.path.dirname(log), "s.json")
+    run = os.path.join(os.path.dirname(log), "run.json")
+    with open(run, "w") as f:
+      json.dump([{"m": 5, "trials_detail": []}], f)
+    summarize_topm.main(["x", run, f"--out={out}", f"--log={log}",
+                         "--label=fig", "--date=2026-11-26"])
+    self.assertEqual(json.load(open(out))["date"], "2026-11-26")
+
+
+if __name__ == "__main__":
+  absltest.main()
