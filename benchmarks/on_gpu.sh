@@ -4,6 +4,7 @@
 # $OUT (default ./gpu_out).
 #
 #   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
+#   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
@@ -123,6 +124,13 @@ print([(i['internal_api'], i['num_threads']) for i in
     host_checks)  # The INFEASIBLE check alone on this host, by BLAS threads.
       timed host_checks $PY benchmarks/host_checks.py --threads=1,2,4,8,16 \
           > "$OUT/host_checks.jsonl" ;;
+    finish_ab)  # Gemma 3's band, the exact finish on the host, then on
+      # the device (lp.ipm; the default beside an accelerator).
+      for on in 0 1; do
+        BOTTLENECK_DEVICE_FINISH=$on timed "finish_device_$on" $TOPM \
+            --matrix=gguf:.gpu/gemma3_head.gguf --m=60 --trials=20 \
+            --problem=logits --format=json > "$OUT/gemma3_band_finish_$on.json"
+      done ;;
     gemma3)
       timed gemma3 $TOPM --matrix=gguf:.gpu/gemma3_head.gguf \
           --m=50..70:10 --trials=100 --gaussian_twin \

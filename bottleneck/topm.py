@@ -28,8 +28,8 @@ import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, certificates, host_checks, records,
-                           stream)
+from bottleneck.lp import (admm, bracket, certificates, finish, host_checks,
+                           records, stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -141,9 +141,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   chained = objective == "decide" and any(
       it.chain is not None for it in instances)
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
-  host = host_checks.HostChecks(facts, queue, basis, policy, delta,
-                                objective, tolerance, finish_after,
-                                first_check)
+  host = host_checks.HostChecks(
+      facts, queue, basis, policy, delta, objective, tolerance, finish_after,
+      first_check, finish.Settings(on_device=device_finish(mesh)))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
 
@@ -238,6 +238,18 @@ def host_blas_threads(mesh) -> int:
   cores = len(os.sched_getaffinity(0)) if hasattr(
       os, "sched_getaffinity") else (os.cpu_count() or 1)
   return min(ACCELERATOR_BLAS_THREADS, cores)
+
+
+def device_finish(mesh) -> bool:
+  """Whether lp.finish's interior point runs on the device (lp.ipm):
+  beside an accelerator, where the host's float64 normal equations held
+  the stream; on CPU devices numpy's (one BLAS thread beside XLA's
+  iterations) is as fast and needs no compile. BOTTLENECK_DEVICE_FINISH
+  =1 / =0 overrides."""
+  forced = os.environ.get("BOTTLENECK_DEVICE_FINISH")
+  if forced in ("0", "1"):
+    return forced == "1"
+  return mesh.devices.flat[0].platform != "cpu"
 
 
 def _quantile(values, p: float) -> float:

@@ -13,9 +13,10 @@ from absl.testing import absltest
 import numpy as np
 import optax
 
-from bottleneck.lp import bracket, certificates, enclosure, polish, stream
+from bottleneck.lp import bracket, certificates, enclosure, ipm, polish, stream
 from train.training import optim
 import tests.lp_finish_test as lp_finish_test
+import tests.lp_ipm_test as lp_ipm_test
 import tests.lp_test as lp_test
 import tests.lp_widen_test as lp_widen_test
 import tests.trainer_test as trainer_test
@@ -120,6 +121,16 @@ class MutationTest(absltest.TestCase):
           lp_test.CertificateTest,
           "test_feasible_check_of_a_float32_head_finds_the_float64_maximum"),
                          0)
+
+  def test_a_device_interior_point_that_does_not_move_is_caught(self):
+    still = lambda st, *a, **k: st._replace(done=True, it=st.it + 1)
+    ipm._run.clear_cache()  # (Its trace holds the update it was built on.)
+    try:
+      with _swapped(ipm, "update", still):
+        failed = _failed(lp_ipm_test.IpmTest, "test_iterates_are_the_hosts")
+    finally:
+      ipm._run.clear_cache()
+    self.assertGreater(failed, 0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})

@@ -32,7 +32,9 @@ is -inf were settled FEASIBLE so, 3-6 rounds in, where finding the LP's
 own ray took more rounds than were allowed. Bounded instances skip the
 last 2-4 rounds, which only move t_W in its sixth digit.
 
-Nothing here is trusted: the caller proves t* <= upper at the returned x
+Beside an accelerator the interior point runs there (`Settings.on_device`,
+lp.ipm: the same iterates as one jitted float64 loop). Nothing here is
+trusted: the caller proves t* <= upper at the returned x
 (certificates.check_feasible / check_unbounded, every row) and t* >= lower
 with the returned multipliers (certificates.check_infeasible_global).
 """
@@ -62,6 +64,19 @@ class Settings:
   # certificate's enclosure radius; a slightly central one does not.
   dual_gaps: tuple[float, ...] = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
   box_factor: float = 1e4  # B = box_factor * max(1, |x - x_par|).
+  on_device: bool = False  # The interior point on JAX's default device in
+  # float64 (lp.ipm: the same iterates, one jitted loop) instead of numpy:
+  # topm sets it beside an accelerator, where the host's normal equations
+  # held Gemma 3's figure (benchmarks/RESULTS.md, the H200 run).
+
+
+def _interior(f, h, box, s: Settings, enough: float = -np.inf,
+              box_exit: bool = False):
+  """`_ipm` on the host, or lp.ipm's copy of it on the device."""
+  if s.on_device:
+    from bottleneck.lp import ipm  # pylint: disable=g-import-not-at-top
+    return ipm.run(f, h, box, s, enough, box_exit)
+  return _ipm(f, h, box, s, enough, box_exit)
 
 
 def _ipm(f, h, box, s: Settings, enough: float = -np.inf,
@@ -220,7 +235,7 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
         continue
       ray_mode = False  # W is bounded now: solve it.
     h = -(a_w @ x_par)
-    w, duals, on_box, converged = _ipm(f, h, box, s, box_exit=True)
+    w, duals, on_box, converged = _interior(f, h, box, s, box_exit=True)
     if on_box and rounds < s.rounds:  # (LP_W) unbounded, or nearly.
       ray_mode = True
       continue
@@ -275,7 +290,7 @@ def _ray(a, subset, z_basis, f, s: Settings):
   |z|_inf <= 1 (well scaled, unlike the box solve; tau* < 0 iff W has a
   ray; any feasible tau < -1e-3 will do): (v = Z z, a_j . v per row, -inf
   on S), or (None, None)."""
-  w, _, _, _ = _ipm(f, np.zeros(f.shape[0]), 1.0, s, enough=-1e-3)
+  w, _, _, _ = _interior(f, np.zeros(f.shape[0]), 1.0, s, enough=-1e-3)
   if not w[-1] < -1e-9:
     return None, None
   v = z_basis @ w[:-1]

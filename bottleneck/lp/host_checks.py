@@ -41,8 +41,10 @@ class HostChecks:
 
   def __init__(self, facts, queue, basis, policy: certificates.Policy,
                delta: float, objective: str, tolerance: float,
-               finish_after: int | None, first_check: int):
+               finish_after: int | None, first_check: int,
+               finish_settings: finish.Settings = finish.Settings()):
     self.facts, self.queue, self.basis = facts, queue, basis
+    self.finish_settings = finish_settings
     self.policy, self.delta, self.objective = policy, delta, objective
     self.tolerance, self.finish_after = tolerance, finish_after
     self.first_check = first_check
@@ -79,7 +81,8 @@ class HostChecks:
     inst = self.queue[index]
     threshold = inst.threshold if self.objective == "decide" else None
     x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
-        self.facts, inst.subset, inst.y, x, u, threshold=threshold)  # clear.
+        self.facts, inst.subset, inst.y, x, u, s=self.finish_settings,
+        threshold=threshold)  # clear.
     if x_w is None:
       return None
     side = info.get("settled")  # Decide: only the side it settled.
