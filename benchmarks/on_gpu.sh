@@ -16,7 +16,17 @@
 # 44.6 MB each, beside the 9 MB tree and 5 MB of wheels), one part carried
 # per call (NAME.sha256 with the first), each call running this script
 # (with no stage for the first three), back to back while the machine stays
-# warm; then `gemma3` runs.
+# warm; then `gemma3` runs. The calls of 2026-11-26's H200 session, as
+# they would run now (carry, command):
+#   [.whl, .gpu/gemma3_head.gguf.0, .gpu/gemma3_head.gguf.sha256]
+#       export OUT; bash benchmarks/on_gpu.sh info
+#   [.whl, .gpu/gemma3_head.gguf.1]   export OUT; bash benchmarks/on_gpu.sh
+#   [.whl, .gpu/gemma3_head.gguf.2]   export OUT; bash benchmarks/on_gpu.sh
+#   [.whl, .gpu/gemma3_head.gguf.3]
+#       export OUT; bash benchmarks/on_gpu.sh finish_ab fig1_6000
+#   [.whl]   export OUT; bash benchmarks/on_gpu.sh gemma3
+# (gemma3 took 439 s and fig1_6000 95 s there, finish_ab is new: a call
+# may run 600 s, and 15 minutes of device time hold about two such calls.)
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"

@@ -143,7 +143,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   host = host_checks.HostChecks(
       facts, queue, basis, policy, delta, objective, tolerance, finish_after,
-      first_check, finish.Settings(on_device=device_finish(mesh)))
+      first_check, device_finish_after(mesh))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
 
@@ -240,16 +240,25 @@ def host_blas_threads(mesh) -> int:
   return min(ACCELERATOR_BLAS_THREADS, cores)
 
 
-def device_finish(mesh) -> bool:
-  """Whether lp.finish's interior point runs on the device (lp.ipm):
-  beside an accelerator, where the host's float64 normal equations held
-  the stream; on CPU devices numpy's (one BLAS thread beside XLA's
-  iterations) is as fast and needs no compile. BOTTLENECK_DEVICE_FINISH
-  =1 / =0 overrides."""
+# Seconds of exact finishes on the host in one solve, beside an
+# accelerator, after which they run on the device (lp.ipm). A device loop
+# compiles once per shape bucket (seconds each), which paper-size Figure 1's
+# few finishes (5, 3.4 s on the H200's host) would not pay back; Gemma 3's
+# band (71, 245 s there) would.
+DEVICE_FINISH_AFTER = 20.0
+
+
+def device_finish_after(mesh) -> float | None:
+  """When lp.finish's interior point moves to the device: after
+  DEVICE_FINISH_AFTER seconds of host finishes beside an accelerator,
+  never on CPU devices (numpy's, one BLAS thread beside XLA's iterations,
+  is as fast there: benchmarks/RESULTS.md). BOTTLENECK_DEVICE_FINISH=1
+  (at once) / =0 (never) overrides."""
   forced = os.environ.get("BOTTLENECK_DEVICE_FINISH")
   if forced in ("0", "1"):
-    return forced == "1"
-  return mesh.devices.flat[0].platform != "cpu"
+    return 0.0 if forced == "1" else None
+  return None if mesh.devices.flat[0].platform == "cpu" else (
+      DEVICE_FINISH_AFTER)
 
 
 def _quantile(values, p: float) -> float:

@@ -2,13 +2,14 @@
 against finish._ipm (numpy, the reference it copies) and inside
 finish.solve against HiGHS."""
 
+import types
 from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
 
 from bottleneck import sharding, topm
-from bottleneck.lp import finish, ipm
+from bottleneck.lp import certificates, finish, host_checks, ipm
 from bottleneck.lp import facts as lp_facts
 from tests.lp_finish_test import _band_instances, _unbounded_instance
 
@@ -46,17 +47,19 @@ class IpmTest(absltest.TestCase):
                        ipm.run(f, h, 1e4, s, box_exit=True))
 
   def test_padding_changes_nothing(self):
-    # 200 rows padded to 512 and to 1024: padded rows never move.
+    # 200 x 24 padded to 512 x 128 and to 1024 x 256: padded rows and z
+    # coordinates never move.
     s = finish.Settings()
     f, h = _working_set(4)
     small = ipm.run(f, h, 1e4, s, box_exit=True)
-    old = ipm.ROW_BUCKET
+    old = ipm.ROW_BUCKET, ipm.COLUMN_BUCKET
     try:
-      ipm.ROW_BUCKET = 1024
+      ipm.ROW_BUCKET, ipm.COLUMN_BUCKET = 1024, 256
       self.assert_same(small, ipm.run(f, h, 1e4, s, box_exit=True),
                        rtol=1e-12)
     finally:
-      ipm.ROW_BUCKET = old
+      ipm.ROW_BUCKET, ipm.COLUMN_BUCKET = old
+    self.assertLen(small[0], f.shape[1])
     self.assertLen(small[1][0], f.shape[0])
 
   def test_early_stops_are_the_hosts(self):
@@ -95,11 +98,36 @@ class IpmTest(absltest.TestCase):
                                 np.zeros(a.shape[1]), s=on)
     self.assertEqual(t_w, -np.inf)
 
-  def test_topm_puts_it_on_the_device_beside_an_accelerator(self):
+  def test_topm_moves_it_to_the_device_beside_an_accelerator(self):
     mesh = sharding.batch_mesh(None)
-    self.assertFalse(topm.device_finish(mesh))  # CPU devices here.
-    with mock.patch.dict("os.environ", {"BOTTLENECK_DEVICE_FINISH": "1"}):
-      self.assertTrue(topm.device_finish(mesh))
+    self.assertIsNone(topm.device_finish_after(mesh))  # CPU devices here.
+    gpu = types.SimpleNamespace(devices=np.array([types.SimpleNamespace(
+        platform="gpu")]))
+    self.assertEqual(topm.device_finish_after(gpu), topm.DEVICE_FINISH_AFTER)
+    for forced, after in (("1", 0.0), ("0", None)):
+      with mock.patch.dict("os.environ", {"BOTTLENECK_DEVICE_FINISH": forced}):
+        self.assertEqual(topm.device_finish_after(gpu), after)
+
+  def test_host_finishes_hand_over_once_they_cost_enough(self):
+    a = np.random.default_rng(0).standard_normal((1500, 32))
+    facts = lp_facts.MatrixFacts(a)
+    insts, _ = _band_instances(a, 9, 3, 1)
+    host = host_checks.HostChecks(facts, insts, None, certificates.Policy(),
+                                  0.1, "decide", 1e-6, 0, 100,
+                                  device_finish_after=1e-9)
+    seen, real = [], finish.solve
+
+    def spy(*args, s, **kwargs):
+      seen.append(s.on_device)
+      return real(*args, s=s, **kwargs)
+
+    with mock.patch.object(finish, "solve", spy):
+      for k, it in enumerate(insts):
+        out = host.exact_finish(k, facts.rowspace(it.subset, it.y)[0], None,
+                                age=10**6)
+        self.assertIsNotNone(out)
+    self.assertEqual(seen, [False, True, True])  # After the first's 1e-9 s.
+    self.assertGreater(host.finish_seconds, 0.0)
 
 
 if __name__ == "__main__":

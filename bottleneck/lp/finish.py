@@ -32,8 +32,9 @@ is -inf were settled FEASIBLE so, 3-6 rounds in, where finding the LP's
 own ray took more rounds than were allowed. Bounded instances skip the
 last 2-4 rounds, which only move t_W in its sixth digit.
 
-Beside an accelerator the interior point runs there (`Settings.on_device`,
-lp.ipm: the same iterates as one jitted float64 loop). Nothing here is
+Beside an accelerator the interior point moves there once the host's
+have cost topm.DEVICE_FINISH_AFTER seconds (`Settings.on_device`, lp.ipm:
+the same iterates as one jitted float64 loop). Nothing here is
 trusted: the caller proves t* <= upper at the returned x
 (certificates.check_feasible / check_unbounded, every row) and t* >= lower
 with the returned multipliers (certificates.check_infeasible_global).
@@ -66,8 +67,9 @@ class Settings:
   box_factor: float = 1e4  # B = box_factor * max(1, |x - x_par|).
   on_device: bool = False  # The interior point on JAX's default device in
   # float64 (lp.ipm: the same iterates, one jitted loop) instead of numpy:
-  # topm sets it beside an accelerator, where the host's normal equations
-  # held Gemma 3's figure (benchmarks/RESULTS.md, the H200 run).
+  # set beside an accelerator once the host's finishes have cost
+  # topm.DEVICE_FINISH_AFTER seconds (the host's normal equations held
+  # Gemma 3's figure on the H200 of benchmarks/RESULTS.md).
 
 
 def _interior(f, h, box, s: Settings, enough: float = -np.inf,

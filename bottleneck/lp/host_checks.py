@@ -42,9 +42,11 @@ class HostChecks:
   def __init__(self, facts, queue, basis, policy: certificates.Policy,
                delta: float, objective: str, tolerance: float,
                finish_after: int | None, first_check: int,
-               finish_settings: finish.Settings = finish.Settings()):
+               device_finish_after: float | None = None):
     self.facts, self.queue, self.basis = facts, queue, basis
-    self.finish_settings = finish_settings
+    # The exact finish moves to the device (finish.Settings.on_device) once
+    # the host's have taken this many seconds (None: never).
+    self.device_finish_after, self.finish_seconds = device_finish_after, 0.0
     self.policy, self.delta, self.objective = policy, delta, objective
     self.tolerance, self.finish_after = tolerance, finish_after
     self.first_check = first_check
@@ -80,9 +82,14 @@ class HostChecks:
     done.add(index)
     inst = self.queue[index]
     threshold = inst.threshold if self.objective == "decide" else None
+    after = self.device_finish_after
+    on_device = after is not None and self.finish_seconds >= after
+    start = time.perf_counter()
     x_w, duals, _, info = finish.solve(  # Decide: stops once a side is
-        self.facts, inst.subset, inst.y, x, u, s=self.finish_settings,
-        threshold=threshold)  # clear.
+        self.facts, inst.subset, inst.y, x, u,  # clear.
+        s=finish.Settings(on_device=on_device), threshold=threshold)
+    if not on_device:
+      self.finish_seconds += time.perf_counter() - start
     if x_w is None:
       return None
     side = info.get("settled")  # Decide: only the side it settled.

@@ -10,11 +10,13 @@ F^T D F of each iteration. Nothing it returns is trusted (the caller
 certifies x_W and the duals in float64 on the host), so where it runs
 changes no verdict's proof.
 
-Shapes stay fixed: F's rows are padded to a multiple of `ROW_BUCKET`
-(one compile per bucket and m, not per row count). Padded rows carry
-F = 0, h = 1, mu = 0, s = 1 and a zero complementarity target, so they
-never move and enter no sum: the iterates are those of the unpadded
-problem (to rounding).
+Shapes stay fixed: F's rows are padded to a multiple of `ROW_BUCKET` and
+its z columns to one of `COLUMN_BUCKET` less one (one compile per bucket
+pair, not per row count and m). Padded rows carry F = 0, h = 1, mu = 0,
+s = 1; padded z coordinates a zero column, box multipliers 0, box slacks
+1 and a unit diagonal in the normal equations; both get a zero
+complementarity target. So they never move and enter no sum: the
+iterates are those of the unpadded problem (to rounding).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROW_BUCKET = 512  # Rows of F are padded up to a multiple of this.
+ROW_BUCKET = 512  # Rows of F are padded up to a multiple of this,
+COLUMN_BUCKET = 128  # its columns (z and t) likewise.
 
 
 class State(NamedTuple):
@@ -46,17 +49,18 @@ class State(NamedTuple):
   converged: jax.Array
 
 
-def init(f, h, mask, box, levels: int) -> State:
-  """z = 0, t above every row (s > 0), mu uniform over the real rows."""
+def init(f, h, mask, zmask, box, levels: int) -> State:
+  """z = 0, t above every row (s > 0), mu uniform over the real rows; the
+  padded z coordinates' box multipliers 0, their slacks 1."""
   k, n = f.shape
-  nz = n - 1
   w = jnp.zeros(n).at[-1].set(jnp.max(jnp.where(mask, -h, -jnp.inf)) + 1.0)
   return State(w=w, sl=h - f @ w, mu=jnp.where(mask, 1.0 / jnp.sum(mask), 0.0),
-               su=box - w[:nz], sb=box + w[:nz], pu=jnp.full(nz, 1e-3),
-               pl=jnp.full(nz, 1e-3), duals=jnp.zeros((levels, k)),
-               have=jnp.zeros(levels, bool), pinned=jnp.array(0),
-               t_before=jnp.array(jnp.inf), it=jnp.array(0),
-               done=jnp.array(False), converged=jnp.array(False))
+               su=jnp.where(zmask, box, 1.0), sb=jnp.where(zmask, box, 1.0),
+               pu=jnp.where(zmask, 1e-3, 0.0), pl=jnp.where(zmask, 1e-3, 0.0),
+               duals=jnp.zeros((levels, k)), have=jnp.zeros(levels, bool),
+               pinned=jnp.array(0), t_before=jnp.array(jnp.inf),
+               it=jnp.array(0), done=jnp.array(False),
+               converged=jnp.array(False))
 
 
 def _step(pairs):
@@ -68,13 +72,13 @@ def _step(pairs):
   return alpha
 
 
-def update(st: State, f, h, mask, box, enough, box_exit, levels, gap_tol
-           ) -> State:
+def update(st: State, f, h, mask, zmask, box, enough, box_exit, levels,
+           gap_tol) -> State:
   """One iteration of finish._ipm's loop: the stopping tests, then (unless
   one stops) a predictor-corrector step."""
   k, n = f.shape
   nz = n - 1
-  real = jnp.sum(mask)
+  real, real_z = jnp.sum(mask), jnp.sum(zmask)
   w, sl, mu, su, sb, pu, pl = st.w, st.sl, st.mu, st.su, st.sb, st.pu, st.pl
   r_d = (f.T @ mu).at[-1].add(1.0).at[:nz].add(pu - pl)
   r_p = jnp.where(mask, f @ w + sl - h, 0.0)
@@ -99,12 +103,15 @@ def update(st: State, f, h, mask, box, enough, box_exit, levels, gap_tol
     d_rows, d_u, d_l = mu / sl, pu / su, pl / sb
     normal = f.T @ (d_rows[:, None] * f)
     normal = normal.at[jnp.arange(nz), jnp.arange(nz)].add(d_u + d_l)
-    normal = normal + 1e-14 * jnp.trace(normal) / n * jnp.eye(n)
+    normal = normal + 1e-14 * jnp.trace(normal) / (real_z + 1) * jnp.eye(n)
+    normal = normal.at[jnp.arange(nz), jnp.arange(nz)].add(
+        jnp.where(zmask, 0.0, 1.0))  # Padded z: a unit diagonal, dz = 0.
     chol = jax.scipy.linalg.cho_factor(normal, lower=True)
-    m_gap = gap / (real + 2 * nz)
+    m_gap = gap / (real + 2 * real_z)
 
     def direction(rc_rows, rc_u, rc_l):
-      rc_rows = jnp.where(mask, rc_rows, 0.0)  # Padded rows stay put.
+      rc_rows = jnp.where(mask, rc_rows, 0.0)  # Padded rows and z
+      rc_u, rc_l = jnp.where(zmask, rc_u, 0.0), jnp.where(zmask, rc_l, 0.0)
       rhs = -r_d - f.T @ ((-rc_rows + mu * r_p) / sl)
       rhs = rhs.at[:nz].add(-((-rc_u) / su - (-rc_l) / sb))
       dw = jax.scipy.linalg.cho_solve(chol, rhs)
@@ -140,14 +147,14 @@ def update(st: State, f, h, mask, box, enough, box_exit, levels, gap_tol
 
 @functools.partial(jax.jit, static_argnames=("max_iters", "levels",
                                              "gap_tol"))
-def _run(f, h, mask, box, enough, box_exit, *, max_iters: int,
+def _run(f, h, mask, zmask, box, enough, box_exit, *, max_iters: int,
          levels: tuple, gap_tol: float):
-  st = init(f, h, mask, box, len(levels))
+  st = init(f, h, mask, zmask, box, len(levels))
   levels_arr = jnp.asarray(levels)
   st = jax.lax.while_loop(
       lambda s: ~s.done & (s.it < max_iters),
-      lambda s: update(s, f, h, mask, box, enough, box_exit, levels_arr,
-                       gap_tol), st)
+      lambda s: update(s, f, h, mask, zmask, box, enough, box_exit,
+                       levels_arr, gap_tol), st)
   return st.w, st.mu, st.duals, st.have, st.converged
 
 
@@ -158,18 +165,20 @@ def run(f, h, box: float, settings, enough: float = -np.inf,
   f = np.asarray(f, np.float64)
   k, n = f.shape
   rows = -(-k // ROW_BUCKET) * ROW_BUCKET
-  f_pad = np.zeros((rows, n))
-  f_pad[:k] = f
+  cols = -(-n // COLUMN_BUCKET) * COLUMN_BUCKET
+  f_pad = np.zeros((rows, cols))
+  f_pad[:k, :n - 1], f_pad[:k, -1] = f[:, :-1], f[:, -1]  # (z, 0.., t).
   h_pad = np.ones(rows)
   h_pad[:k] = h
-  mask = np.arange(rows) < k
   levels = tuple(float(g) for g in settings.dual_gaps)
   with jax.enable_x64(True):
-    args = jax.device_put((f_pad, h_pad, mask, np.float64(box),
+    args = jax.device_put((f_pad, h_pad, np.arange(rows) < k,
+                           np.arange(cols - 1) < n - 1, np.float64(box),
                            np.float64(enough), np.bool_(box_exit)), device)
-    w, mu, duals, have, converged = jax.device_get(_run(
+    w_pad, mu, duals, have, converged = jax.device_get(_run(
         *args, max_iters=int(settings.max_iters), levels=levels,
         gap_tol=float(settings.gap_tol)))
+  w = np.append(w_pad[:n - 1], w_pad[-1])
   order = np.argsort(levels)  # finish._ipm: sorted by level, 0.0 (mu) first.
   out = [mu[:k]] + [duals[i, :k] for i in order if have[i]]
   on_box = bool(np.max(np.abs(w[:-1]), initial=0.0) > 0.5 * box)
