@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bottleneck.lp import finish
+
 ROW_BUCKET = 512  # Rows of F are padded up to a multiple of this,
 COLUMN_BUCKET = 128  # its columns (z and t) likewise.
 
@@ -121,22 +123,10 @@ def update(st: State, f, h, mask, zmask, box, enough, box_exit, levels,
       return (dw, dsl, dmu, dsu, (-rc_u - pu * dsu) / su, dsb,
               (-rc_l - pl * dsb) / sb)
 
-    aff = direction(sl * mu, su * pu, sb * pl)
-    a_p = _step([(sl, aff[1]), (su, aff[3]), (sb, aff[5])])
-    a_d = _step([(mu, aff[2]), (pu, aff[4]), (pl, aff[6])])
-    gap_aff = ((sl + a_p * aff[1]) @ (mu + a_d * aff[2]) +
-               (su + a_p * aff[3]) @ (pu + a_d * aff[4]) +
-               (sb + a_p * aff[5]) @ (pl + a_d * aff[6]))
-    target = (gap_aff / gap) ** 3 * m_gap
-    dw, dsl, dmu, dsu, dpu, dsb, dpl = direction(
-        sl * mu + aff[1] * aff[2] - target, su * pu + aff[3] * aff[4] - target,
-        sb * pl + aff[5] * aff[6] - target)
-    a_p = 0.99 * _step([(sl, dsl), (su, dsu), (sb, dsb)])
-    a_d = 0.99 * _step([(mu, dmu), (pu, dpu), (pl, dpl)])
-    moved = checked._replace(
-        w=w + a_p * dw, sl=sl + a_p * dsl, su=su + a_p * dsu,
-        sb=sb + a_p * dsb, mu=mu + a_d * dmu, pu=pu + a_d * dpu,
-        pl=pl + a_d * dpl)
+    moved = checked._replace(**dict(zip(
+        ("w", "sl", "su", "sb", "mu", "pu", "pl"),
+        finish.predictor_corrector(direction, _step,
+                                   (w, sl, su, sb, mu, pu, pl), gap, m_gap))))
     ok = jnp.all(jnp.isfinite(chol[0]))  # Else finish._ipm's LinAlgError.
     return jax.tree.map(lambda a, b: jnp.where(ok, a, b), moved,
                         checked._replace(done=True))
