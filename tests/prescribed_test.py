@@ -44,6 +44,18 @@ class PrescribedTest(parameterized.TestCase):
     np.testing.assert_allclose(a[subset].T @ coef, emb.x, rtol=1e-8,
                                atol=1e-8)
 
+  def test_logsumexp_is_scipys(self):
+    rng = np.random.default_rng(0)
+    for size, spread in ((1, 1.0), (50257, 1.0), (50257, 300.0),
+                         (1000, 1e-3)):
+      v = spread * rng.standard_normal(size)
+      self.assertAlmostEqual(prescribed.logsumexp(v), special.logsumexp(v),
+                             delta=4e-16 * max(1.0, abs(special.logsumexp(v))))
+    for v in ([-np.inf, -np.inf], [np.inf, 1.0], [-np.inf, 0.0],
+              [-800.0, -801.0]):
+      self.assertEqual(prescribed.logsumexp(v), special.logsumexp(v))
+    self.assertTrue(np.isnan(prescribed.logsumexp([np.nan, 1.0])))
+
   def test_event_failure_is_reported(self):
     a, subset, p = _case(3000, 40, 25, 3)  # m far beyond what d=40 allows.
     emb = prescribed.embedding(a, subset, p)
