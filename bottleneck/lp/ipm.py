@@ -35,6 +35,7 @@ COLUMN_BUCKET = 128  # its columns (z and t) likewise.
 
 
 class State(NamedTuple):
+  """The loop's iterate (K rows and n columns after padding)."""
   w: jax.Array  # [n] (z, t).
   sl: jax.Array  # [K] row slacks h - F w.
   mu: jax.Array  # [K] row multipliers (0 on padded rows).
@@ -45,10 +46,10 @@ class State(NamedTuple):
   duals: jax.Array  # [L, K] mu at the first iterate within each gap level.
   have: jax.Array  # [L] whether that level was reached.
   pinned: jax.Array  # Iterations with t still on the box (box_exit).
-  t_before: jax.Array
-  it: jax.Array
-  done: jax.Array
-  converged: jax.Array
+  t_before: jax.Array  # t at the previous iteration.
+  it: jax.Array  # Iterations run (the loop stops at max_iters).
+  done: jax.Array  # A stopping test held (or the factorization failed).
+  converged: jax.Array  # The relative gap reached gap_tol.
 
 
 def init(f, h, mask, zmask, box, levels: int) -> State:
