@@ -117,7 +117,8 @@ def shifted_radius(m_mat, gram, factor, r_bound):
   frobenius_m = upper(float(np.sum(column_sq)), n * p)
   for fraction in (0.5, 0.25):
     c = fraction * estimate
-    shifted = gram - c * np.eye(n)
+    shifted = gram.copy()  # G~ - c I: the same floats as with np.eye (x - 0
+    shifted[np.diag_indices(n)] -= c  # = x), without two n^2 temporaries.
     try:
       r_f = scipy.linalg.cholesky(shifted, check_finite=False)
     except (np.linalg.LinAlgError, ValueError):
