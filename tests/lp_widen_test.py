@@ -157,6 +157,19 @@ class WidenTest(absltest.TestCase):
       seen.add(key)
     self.assertLess(len(seen), len(calls))  # Some instance was re-checked.
 
+  def test_starting_dual_is_lstsqs_through_the_cached_qr(self):
+    # The global certificate's lam~: least squares on A_S^T through the
+    # QR the facts keep, numpy's lstsq where A_S is rank deficient.
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((400, 30))
+    a[7] = a[3]  # A repeated row: a subset holding both is rank deficient.
+    facts = lp_facts.MatrixFacts(a)
+    v = rng.standard_normal(30)
+    for subset in (rng.choice(400, 12, replace=False), np.array([3, 7, 9])):
+      want = np.linalg.lstsq(a[subset].T, v, rcond=None)[0]
+      got = certificates._least_squares_t(facts, subset, v)
+      np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
   def test_bad_widen(self):
     with self.assertRaisesRegex(ValueError, "`widen` must be"):
       certificates.Policy(widen="sometimes")
