@@ -167,7 +167,7 @@ class WidenTest(absltest.TestCase):
     v = rng.standard_normal(30)
     for subset in (rng.choice(400, 12, replace=False), np.array([3, 7, 9])):
       want = np.linalg.lstsq(a[subset].T, v, rcond=None)[0]
-      got = certificates._least_squares_t(facts, subset, v)
+      got = facts.least_squares_t(subset, v)
       np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
   def test_bad_widen(self):

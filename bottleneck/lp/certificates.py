@@ -265,7 +265,8 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
   m_t[:m, d], m_t[m:, d] = 0.0, 1.0
   m_mat = m_t.T
   mu_k = mu[support] / mu[support].sum()
-  lam = _least_squares_t(facts, subset, m_t[m:, :d].T @ -mu_k)
+  lam = facts.least_squares_t(subset, m_t[m:, :d].T @ -mu_k)  # Only z~:
+  # the enclosure refines and proves what it is given.
   z = np.concatenate([lam, mu_k])
   b = np.zeros(d + 1)
   b[d] = 1.0
@@ -288,19 +289,6 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
           "mu_lower": mu_lower, "alpha": alpha,
           "enclosure_radius": float(z_err.max()), "support": int(support.size),
           "residual": float(np.max(np.abs(r)))}
-
-
-def _least_squares_t(facts: MatrixFacts, subset, v) -> np.ndarray:
-  """argmin |A_S^T lam - v| through the cached QR of A_S^T (the one the
-  polish and the row-space point factor already; lstsq's SVD took 6 ms
-  of a 65 ms check at 50257 x 768), by lstsq where R is near singular.
-  Only z~: the enclosure refines and proves what it is given."""
-  q, r = facts.qr(subset)
-  diag = np.abs(np.diag(r))
-  if diag.size and diag.min() > 1e-12 * diag.max():
-    import scipy.linalg  # pylint: disable=g-import-not-at-top
-    return scipy.linalg.solve_triangular(r, q.T @ v, check_finite=False)
-  return np.linalg.lstsq(facts.rows(subset).T, v, rcond=None)[0]
 
 
 @dataclasses.dataclass(frozen=True)

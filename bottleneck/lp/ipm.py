@@ -150,9 +150,9 @@ def _run(f, h, mask, zmask, box, enough, box_exit, *, max_iters: int,
 
 
 def run(f, h, box: float, settings, enough: float = -np.inf,
-        box_exit: bool = False, device=None):
+        box_exit: bool = False):
   """finish._ipm's (w, duals (tightest first, the last iterate's mu
-  first), on_box, converged), computed on `device` (default: JAX's)."""
+  first), on_box, converged), computed on JAX's default device."""
   f = np.asarray(f, np.float64)
   k, n = f.shape
   rows = -(-k // ROW_BUCKET) * ROW_BUCKET
@@ -165,7 +165,7 @@ def run(f, h, box: float, settings, enough: float = -np.inf,
   with jax.enable_x64(True):
     args = jax.device_put((f_pad, h_pad, np.arange(rows) < k,
                            np.arange(cols - 1) < n - 1, np.float64(box),
-                           np.float64(enough), np.bool_(box_exit)), device)
+                           np.float64(enough), np.bool_(box_exit)))
     w_pad, mu, duals, have, converged = jax.device_get(_run(
         *args, max_iters=int(settings.max_iters), levels=levels,
         gap_tol=float(settings.gap_tol)))
