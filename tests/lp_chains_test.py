@@ -1,6 +1,7 @@
 """Nested subsets along m (lp.chains): carried verdicts against HiGHS."""
 
 import collections
+import dataclasses
 from unittest import mock
 
 from absl.testing import absltest
@@ -8,7 +9,9 @@ import numpy as np
 
 from bottleneck import topm
 from bottleneck.io import matrices
-from bottleneck.lp import certificates, chains, exact, records, transitions
+from bottleneck.lp import (certificates, chains, exact, host_checks,
+                           records, transitions)
+from bottleneck.lp import instances as lp_instances
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import Instance
 
@@ -195,6 +198,45 @@ class NestedSweepTest(absltest.TestCase):
     a = matrices.random(300, 20, seed=1)
     with self.assertRaisesRegex(ValueError, "nested"):
       topm.sweep(a, [3], 2, subsets=[[1, 2, 3], [4, 5, 6]], nested=True)
+
+
+class CarryTest(absltest.TestCase):
+
+  def test_members_carried_from_two_chains_are_scored_in_one_gemm(self):
+    a = matrices.random(600, 48, seed=1)
+    rng = np.random.default_rng(3)
+    firsts = [rng.permutation(600)[:9] for _ in range(2)]
+    draws = rng.uniform(0.1, 1.1, size=(2, 9))
+    queue = [dataclasses.replace(it, chain=k) for m in (3, 6, 9)
+             for k, it in enumerate(lp_instances.make_instances(
+                 600, m, 2, "probs", rng, subsets=[f[:m] for f in firsts],
+                 draws=draws))]
+    facts = lp_facts.MatrixFacts(a)
+    carry = host_checks.Carry(host_checks.HostChecks(
+        facts, queue, None, certificates.Policy(), 0.1, "decide", 1e-6,
+        None, 100))
+    with mock.patch.object(lp_facts.MatrixFacts, "prime", autospec=True,
+                           side_effect=lp_facts.MatrixFacts.prime) as prime:
+      for top in (4, 5):  # m = 9 of chains 0 and 1, solved by HiGHS.
+        inst = queue[top]
+        cert = certificates.check_feasible(
+            facts, inst.subset, inst.y,
+            exact.solve(a.astype(np.float64), inst.subset, inst.y)["x"],
+            inst.threshold)
+        self.assertTrue(cert["ok"])
+        carry.feed.learn(top, "feasible", cert)
+        carry.down(top, cert)
+      prime.assert_not_called()  # Pending until the feed asks.
+      got = {i: carry.settle(i) for i in range(4)}
+    self.assertEqual(prime.call_count, 1)
+    self.assertLen(prime.call_args.args[1], 4)
+    for i, detail in got.items():
+      inst = queue[i]
+      self.assertLess(_t_star(a, inst.subset, inst.y), inst.threshold)
+      self.assertEqual((detail["verdict"], detail["source"]),
+                       ("feasible", "chain"))
+      self.assertLess(detail["rest_mass"], 0.1)
+    self.assertEqual(carry.pending, {})
 
 
 def _chain_instances(chains_count, size, threshold=1.0):
