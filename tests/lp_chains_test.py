@@ -145,6 +145,69 @@ class InheritFeasibleTest(absltest.TestCase):
     self.assertGreaterEqual(kinds["inherited"], 3)
 
 
+class RepairTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.a = matrices.random(600, 48, seed=1)
+    self.facts = lp_facts.MatrixFacts(self.a)
+    rng = np.random.default_rng(6)  # A chain whose top FEASIBLE member's
+    first = rng.permutation(600)[:12]  # first candidates for m = 6 and 8
+    draws = rng.uniform(0.1, 1.1, size=(1, 12))  # lift rows over thr.
+    self.queue = [dataclasses.replace(lp_instances.make_instances(
+        600, m, 1, "probs", rng, subsets=[first[:m]], draws=draws)[0],
+                                      chain=0) for m in range(2, 13, 2)]
+    self.top = len(self.queue) - 2  # m = 10 is FEASIBLE (HiGHS), 12 not.
+    top = self.queue[self.top]
+    self.cert = certificates.check_feasible(
+        self.facts, top.subset, top.y,
+        exact.solve(self.a.astype(np.float64), top.subset, top.y)["x"],
+        top.threshold)
+    assert self.cert["ok"]
+
+  def _candidate(self, child, hold=()):
+    top, inst = self.queue[self.top], self.queue[child]
+    return chains.feasible_candidate(
+        self.facts, top.subset, self.cert["x"], self.cert["t_upper"],
+        inst.subset, inst.y, inst.threshold, hold=hold)
+
+  def _verdict(self, child, x):
+    return records.verify(self.facts, self.queue[child], "feasible", x, None,
+                          certificates.Policy(), 0.1)[0]
+
+  def test_a_failed_candidate_is_repaired_and_certified(self):
+    failing = [c for c in range(self.top)
+               if self._verdict(c, self._candidate(c)) != "feasible"]
+    self.assertEqual(failing, [2, 3])  # m = 6 and 8.
+    carry = host_checks.Carry(host_checks.HostChecks(
+        self.facts, self.queue, None, certificates.Policy(), 0.1, "decide",
+        1e-6, None, 100))
+    carry.feed.learn(self.top, "feasible", self.cert)
+    carry.down(self.top, self.cert)
+    for child in range(self.top):
+      detail = carry.settle(child)
+      inst = self.queue[child]
+      self.assertLess(_t_star(self.a, inst.subset, inst.y), inst.threshold)
+      self.assertEqual((detail["verdict"], detail["source"]),
+                       ("feasible", "chain"))
+
+  def test_held_rows_stay_where_the_parent_has_them(self):
+    top, child = self.queue[self.top], self.queue[2]
+    rest = np.setdiff1d(np.arange(600), top.subset)
+    x0 = np.asarray(self.cert["x"], np.float64)
+    hold = rest[np.argsort(-(self.a[rest] @ x0))[:5]]
+    x = self._candidate(2, hold)
+    a64 = self.a.astype(np.float64)
+    np.testing.assert_allclose(a64[hold] @ x, a64[hold] @ x0, atol=1e-12)
+    np.testing.assert_allclose(a64[child.subset] @ x, child.y, atol=1e-12)
+    dropped = np.setdiff1d(top.subset, child.subset)
+    np.testing.assert_allclose(
+        a64[dropped] @ x, 0.5 * (self.cert["t_upper"] + top.threshold),
+        atol=1e-12)
+    twin = np.append(hold, top.subset[0])  # A row of S' again: singular.
+    self.assertIsNone(self._candidate(2, twin))
+
+
 class NestedSweepTest(absltest.TestCase):
 
   def test_every_verdict_agrees_with_highs_and_most_are_carried(self):
@@ -411,13 +474,15 @@ class PiecesTest(absltest.TestCase):
 
   def test_primed_scores_are_served_from_the_cache(self):
     a = matrices.random(200, 16, seed=0)
-    facts = lp_facts.MatrixFacts(a)
-    xs = np.random.default_rng(0).standard_normal((3, 16))
-    facts.prime(xs)
-    gemm = a @ xs.astype(np.float32).T
-    facts.source = np.zeros_like(a)  # Only a primed point still scores.
-    for x, column in zip(xs, gemm.T):
-      np.testing.assert_array_equal(facts.scores(x), column)
+    for points in (lp_facts.GEMV_POINTS, lp_facts.GEMV_POINTS + 3):  # GEMVs,
+      facts = lp_facts.MatrixFacts(a)  # then one GEMM.
+      xs = np.random.default_rng(points).standard_normal((points, 16))
+      facts.prime(xs)
+      facts.source = np.zeros_like(a)  # Only a primed point still scores.
+      for x in xs:
+        np.testing.assert_allclose(facts.scores(x),
+                                   a @ x.astype(np.float32), rtol=1e-5,
+                                   atol=1e-5)
 
   def test_far_logits_enter_as_upper_bounds(self):
     a = matrices.random(400, 16, seed=0)

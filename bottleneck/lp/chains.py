@@ -23,7 +23,12 @@ FEASIBLE goes down. If x' certifies S' (A_{S'} x' = y', other logits <
   with target = y on S and a value below thr on S' minus S usually
   certifies S (the correction is small: its largest effect on another
   logit is about |correction|.max|a_j|). `feasible_candidate` builds x;
-  the caller checks it in float64 like any other embedding.
+  the caller checks it in float64 like any other embedding. Where the
+  correction lifts other rows over the threshold (prescribed
+  probabilities: the children's targets on S move with their own
+  normalisation and scale, by more than a band parent's slack), one
+  repair holds those rows where x' has them (`hold`: the correction is
+  also orthogonal to them) and the result is checked again.
   Without a pass over A (`inherit_feasible`, for targets alone: no
   probabilities to check): with t' >= every a_j . x' off S' (the parent's
   certified bound) and the correction x - x' scaled so that
@@ -159,19 +164,38 @@ def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
 
 
 def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
-                       subset, y, threshold: float) -> np.ndarray | None:
+                       subset, y, threshold: float,
+                       hold=()) -> np.ndarray | None:
   """An embedding for S ⊂ S' from S''s certified one (module docstring):
   y on S, the midpoint of the parent's upper bound and the threshold on
-  S' minus S. None if S is not inside S' or the parent has no slack."""
+  S' minus S, and the rows `hold` (outside S') kept where the parent's
+  embedding has them (a repair: rows a first candidate lifted over the
+  threshold). None if S is not inside S' or the parent has no slack."""
   parent_subset = np.asarray(parent_subset)
   pos = positions(subset, parent_subset)
   if pos is None or not parent_upper < threshold:
     return None
   x = np.asarray(parent_x, np.float64)
-  now = facts.rows(parent_subset) @ x
-  target = np.full(parent_subset.size, 0.5 * (parent_upper + threshold))
+  hold = np.asarray(hold, parent_subset.dtype)
+  rows = np.concatenate([parent_subset, hold])
+  now = facts.rows(rows) @ x
+  target = now.copy()  # `hold`: where they are.
+  target[:parent_subset.size] = 0.5 * (parent_upper + threshold)
   target[pos] = np.asarray(y, np.float64)  # S' minus S: the midpoint.
-  return x + facts.rowspace(parent_subset, target - now)[0]
+  if not hold.size:
+    return x + facts.rowspace(rows, target - now)[0]
+  import scipy.linalg  # pylint: disable=g-import-not-at-top
+  a_h = facts.rows(rows)  # A one-off set of rows, not for MatrixFacts'
+  try:  # cache: the minimum-norm correction by its normal equations (a
+    # candidate, checked in float64 after; 0.5 ms where QR took 5).
+    factor = scipy.linalg.cho_factor(a_h @ a_h.T, check_finite=False)
+  except (np.linalg.LinAlgError, ValueError):
+    return None
+  pivots = np.abs(np.diag(factor[0]))  # A row held twice (or a twin):
+  if not pivots.min() > 1e-6 * pivots.max():  # a pivot ~1e-8 of the
+    return None  # largest, the correction would be noise.
+  return x + a_h.T @ scipy.linalg.cho_solve(factor, target - now,
+                                            check_finite=False)
 
 
 # Pseudo-count of each position in a family's histogram of transitions:

@@ -12,6 +12,10 @@ import numpy as np
 from bottleneck import linalg
 from bottleneck.lp import polish
 
+# `prime` scores this many points or fewer by one GEMV each: OpenBLAS's
+# SGEMM with 2-3 columns costs more than as many GEMVs (50257 x 768, one
+# thread: 2 points 35 ms against 2 x 13, 4 points 38-41 against 4 x 13).
+GEMV_POINTS = 3
 
 class MatrixFacts:
   """A with the per-row norms and per-column max |entries| that the
@@ -95,6 +99,10 @@ class MatrixFacts:
     thread: 25 ms against 15 x 18 ms), kept for `scores` (at most
     `score_slots` of them: prime no more at once)."""
     xs = np.asarray(xs, self.source.dtype)
+    if len(xs) <= GEMV_POINTS:
+      for x in xs:
+        self._keep_scores(x.tobytes(), self.source @ x)
+      return
     for x, column in zip(xs, (self.source @ xs.T).T):
       self._keep_scores(x.tobytes(), np.ascontiguousarray(column))
 

@@ -191,7 +191,9 @@ class Carry:
   def __init__(self, checks: HostChecks):
     self.checks = checks
     self.ready = {}  # Chain members certified FEASIBLE from a solved one.
-    self.pending = {}  # Members with a carried embedding still to check.
+    # Members with a carried embedding still to check (`flush`): child ->
+    # (embedding, the solved member's index, its certificate).
+    self.pending = {}
     self.feed = chains.Feed(checks.queue, self.settle)
 
   def down(self, index: int, cert: dict) -> None:
@@ -218,16 +220,57 @@ class Carry:
                                     cert["t_upper"], inst.subset, inst.y,
                                     inst.threshold)
       if x is not None:
-        self.pending[child] = x
+        self.pending[child] = (x, index, cert)
 
   def flush(self) -> None:
-    """Checks the pending members, scored together by GEMMs of up to
-    `score_slots` points (MatrixFacts.prime): all the members below every
-    member solved FEASIBLE since the last flush, i.e. in one visit of the
-    stream (a GEMM's cost is mostly its pass over A: 50257 x 768, one BLAS
-    thread, 45 ms for 7 points, 80 ms for 41)."""
+    """Checks the pending members: all those below every member solved
+    FEASIBLE since the last flush, i.e. in one visit of the stream, scored
+    together (`_check`). A candidate that fails gets one repair: the rows
+    outside S' that it lifted over the midpoint of the parent's bound and
+    the threshold are held where the parent has them (chains.
+    feasible_candidate's `hold`), and the repaired ones are checked
+    together. Paper-size Figure 1's probs problem at 20 subsets per m: 41
+    of 314 carried candidates failed, 30 repaired; each failure had cost
+    an LP."""
+    queue = self.checks.queue
+    jobs, self.pending = self.pending, {}
+    repaired, prep = [], {}
+    for child, x in self._check([(c, job[0]) for c, job in jobs.items()]):
+      start = time.perf_counter()
+      _, parent, cert = jobs[child]
+      inst, above = queue[child], queue[parent].subset
+      hold = self._lifted(inst, above, x, 0.5 * (cert["t_upper"] +
+                                                 inst.threshold))
+      x = None if hold is None else chains.feasible_candidate(
+          self.checks.facts, above, cert["x"], cert["t_upper"], inst.subset,
+          inst.y, inst.threshold, hold=hold)
+      if x is not None:
+        repaired.append((child, x))
+        prep[child] = time.perf_counter() - start
+    self._check(repaired, prep)
+
+  def _lifted(self, inst, above, x, level):
+    """The rows outside S' whose float32 logit at x (x moved onto A_S x =
+    y, as check_feasible checks it: its scores are cached) exceeds
+    `level`; None if there are none or too many to hold (S' and them need
+    full row rank: fewer than d rows)."""
+    facts = self.checks.facts
+    scores = facts.scores(certificates.projected(facts, inst.subset, inst.y,
+                                                 x))
+    scores[above] = -np.inf
+    hold = np.flatnonzero(scores > level)
+    if not 0 < hold.size < facts.a.shape[1] - above.size:
+      return None
+    return hold
+
+  def _check(self, jobs, prep=None) -> list:
+    """Checks (child, embedding) pairs in float64, scored together by
+    GEMMs of up to `score_slots` points (MatrixFacts.prime: a GEMM's cost
+    is mostly its pass over A; 50257 x 768, one BLAS thread, 45 ms for 7
+    points, 80 ms for 41); certified ones go to `ready`. Returns the pairs
+    that failed. `prep`: seconds already spent on a child's embedding."""
     facts, queue = self.checks.facts, self.checks.queue
-    jobs, self.pending = list(self.pending.items()), {}
+    failed = []
     for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
       chunk = jobs[first:first + facts.score_slots]
       primed = time.perf_counter()
@@ -235,12 +278,15 @@ class Carry:
                                           queue[c].y, x) for c, x in chunk])
       share = (time.perf_counter() - primed) / len(chunk)
       for child, x in chunk:  # (check_feasible projects x the same way.)
-        start = time.perf_counter() - share
+        start = time.perf_counter() - share - (prep or {}).get(child, 0.0)
         out = records.verify(facts, queue[child], "feasible", x, None,
                              self.checks.early, self.checks.delta)
         if out[0] == "feasible":
           self.ready[child] = records.detail(queue[child], *out, "chain", 0,
                                              start)
+        else:
+          failed.append((child, x))
+    return failed
 
   def settle(self, index: int):
     """A verdict its chain implies, or None."""
