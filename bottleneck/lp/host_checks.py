@@ -229,9 +229,9 @@ class Carry:
     outside S' that it lifted over the midpoint of the parent's bound and
     the threshold are held where the parent has them (chains.
     feasible_candidate's `hold`), and the repaired ones are checked
-    together. Paper-size Figure 1's probs problem at 20 subsets per m: 41
-    of 314 carried candidates failed, 30 repaired; each failure had cost
-    an LP."""
+    together. Paper-size Figure 1's probs problem at 20 subsets per m: 34
+    of 302 carried candidates failed, 30 of them were repaired; each
+    failure had cost an LP."""
     queue = self.checks.queue
     jobs, self.pending = self.pending, {}
     repaired, prep = [], {}
