@@ -169,8 +169,9 @@ def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
   """An embedding for S ⊂ S' from S''s certified one (module docstring):
   y on S, the midpoint of the parent's upper bound and the threshold on
   S' minus S, and the rows `hold` (outside S') kept where the parent's
-  embedding has them (a repair: rows a first candidate lifted over the
-  threshold). None if S is not inside S' or the parent has no slack."""
+  embedding has them (a repair: rows a first candidate lifted too high),
+  or None if S is not inside S', the parent has no slack, or S' and
+  `hold` are (nearly) dependent rows."""
   parent_subset = np.asarray(parent_subset)
   pos = positions(subset, parent_subset)
   if pos is None or not parent_upper < threshold:

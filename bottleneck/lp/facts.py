@@ -17,6 +17,7 @@ from bottleneck.lp import polish
 # thread: 2 points 35 ms against 2 x 13, 4 points 38-41 against 4 x 13).
 GEMV_POINTS = 3
 
+
 class MatrixFacts:
   """A with the per-row norms and per-column max |entries| that the
   rounding bounds need (computed once per matrix, not per certificate),

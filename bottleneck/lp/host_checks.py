@@ -251,9 +251,10 @@ class Carry:
 
   def _lifted(self, inst, above, x, level):
     """The rows outside S' whose float32 logit at x (x moved onto A_S x =
-    y, as check_feasible checks it: its scores are cached) exceeds
-    `level`; None if there are none or too many to hold (S' and them need
-    full row rank: fewer than d rows)."""
+    y, as check_feasible checked it: its scores are still cached unless a
+    later chunk of `_check` evicted them) exceeds `level`; None if there
+    are none or too many to hold (S' and them need full row rank: fewer
+    than d rows)."""
     facts = self.checks.facts
     scores = facts.scores(certificates.projected(facts, inst.subset, inst.y,
                                                  x))
