@@ -179,24 +179,25 @@ def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
   x = np.asarray(parent_x, np.float64)
   hold = np.asarray(hold, parent_subset.dtype)
   rows = np.concatenate([parent_subset, hold])
-  now = facts.rows(rows) @ x
+  a_rows = facts.rows(rows)
+  now = a_rows @ x
   target = now.copy()  # `hold`: where they are.
   target[:parent_subset.size] = 0.5 * (parent_upper + threshold)
   target[pos] = np.asarray(y, np.float64)  # S' minus S: the midpoint.
   if not hold.size:
     return x + facts.rowspace(rows, target - now)[0]
   import scipy.linalg  # pylint: disable=g-import-not-at-top
-  a_h = facts.rows(rows)  # A one-off set of rows, not for MatrixFacts'
-  try:  # cache: the minimum-norm correction by its normal equations (a
-    # candidate, checked in float64 after; 0.5 ms where QR took 5).
-    factor = scipy.linalg.cho_factor(a_h @ a_h.T, check_finite=False)
+  try:  # A one-off set of rows, not for MatrixFacts' cache: the
+    # minimum-norm correction by its normal equations (a candidate,
+    # checked in float64 after; 0.5 ms where QR took 5).
+    factor = scipy.linalg.cho_factor(a_rows @ a_rows.T, check_finite=False)
   except (np.linalg.LinAlgError, ValueError):
     return None
   pivots = np.abs(np.diag(factor[0]))  # A row held twice (or a twin):
   if not pivots.min() > 1e-6 * pivots.max():  # a pivot ~1e-8 of the
     return None  # largest, the correction would be noise.
-  return x + a_h.T @ scipy.linalg.cho_solve(factor, target - now,
-                                            check_finite=False)
+  return x + a_rows.T @ scipy.linalg.cho_solve(factor, target - now,
+                                               check_finite=False)
 
 
 # Pseudo-count of each position in a family's histogram of transitions:

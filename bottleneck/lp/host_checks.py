@@ -235,12 +235,13 @@ class Carry:
     queue = self.checks.queue
     jobs, self.pending = self.pending, {}
     repaired, prep = [], {}
-    for child, x in self._check([(c, job[0]) for c, job in jobs.items()]):
+    for child, point in self._check([(c, job[0])
+                                     for c, job in jobs.items()]):
       start = time.perf_counter()
       _, parent, cert = jobs[child]
       inst, above = queue[child], queue[parent].subset
-      hold = self._lifted(inst, above, x, 0.5 * (cert["t_upper"] +
-                                                 inst.threshold))
+      hold = self._lifted(point, above, 0.5 * (cert["t_upper"] +
+                                               inst.threshold))
       x = None if hold is None else chains.feasible_candidate(
           self.checks.facts, above, cert["x"], cert["t_upper"], inst.subset,
           inst.y, inst.threshold, hold=hold)
@@ -249,15 +250,13 @@ class Carry:
         prep[child] = time.perf_counter() - start
     self._check(repaired, prep)
 
-  def _lifted(self, inst, above, x, level):
-    """The rows outside S' whose float32 logit at x (x moved onto A_S x =
-    y, as check_feasible checked it: its scores are still cached unless a
-    later chunk of `_check` evicted them) exceeds `level`; None if there
-    are none or too many to hold (S' and them need full row rank: fewer
-    than d rows)."""
+  def _lifted(self, point, above, level):
+    """The rows outside S' whose float32 logit at the checked point (its
+    scores are still cached unless a later chunk of `_check` evicted
+    them) exceeds `level`; None if there are none or too many to hold (S'
+    and them need full row rank: fewer than d rows)."""
     facts = self.checks.facts
-    scores = facts.scores(certificates.projected(facts, inst.subset, inst.y,
-                                                 x))
+    scores = facts.scores(point)
     scores[above] = -np.inf
     hold = np.flatnonzero(scores > level)
     if not 0 < hold.size < facts.a.shape[1] - above.size:
@@ -268,17 +267,19 @@ class Carry:
     """Checks (child, embedding) pairs in float64, scored together by
     GEMMs of up to `score_slots` points (MatrixFacts.prime: a GEMM's cost
     is mostly its pass over A; 50257 x 768, one BLAS thread, 45 ms for 7
-    points, 80 ms for 41); certified ones go to `ready`. Returns the pairs
-    that failed. `prep`: seconds already spent on a child's embedding."""
+    points, 80 ms for 41); certified ones go to `ready`. Returns (child,
+    the point checked: the embedding moved onto A_S x = y) of those that
+    failed. `prep`: seconds already spent on a child's embedding."""
     facts, queue = self.checks.facts, self.checks.queue
     failed = []
     for first in range(0, len(jobs), facts.score_slots):  # Cached scores.
       chunk = jobs[first:first + facts.score_slots]
       primed = time.perf_counter()
-      facts.prime([certificates.projected(facts, queue[c].subset,
-                                          queue[c].y, x) for c, x in chunk])
+      points = [certificates.projected(facts, queue[c].subset, queue[c].y, x)
+                for c, x in chunk]  # (check_feasible projects x the same
+      facts.prime(points)  # way: its scores are these.)
       share = (time.perf_counter() - primed) / len(chunk)
-      for child, x in chunk:  # (check_feasible projects x the same way.)
+      for (child, x), point in zip(chunk, points):
         start = time.perf_counter() - share - (prep or {}).get(child, 0.0)
         out = records.verify(facts, queue[child], "feasible", x, None,
                              self.checks.early, self.checks.delta)
@@ -286,7 +287,7 @@ class Carry:
           self.ready[child] = records.detail(queue[child], *out, "chain", 0,
                                              start)
         else:
-          failed.append((child, x))
+          failed.append((child, point))
     return failed
 
   def settle(self, index: int):
