@@ -6,6 +6,11 @@
 #   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
+# The next session with a GPU: first `[.whl] export OUT; bash
+# benchmarks/on_gpu.sh info checks_ab` (issue 22's one-minute goal; two
+# paper-size Figure 1 runs, about 95 s on the host's checks and, unmeasured,
+# less on the GPU's), then, time allowing, Gemma 3's parts as below.
+#
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
 # call: a machine goes back 30 s after a call, and a fresh one has no
@@ -122,6 +127,12 @@ print([(i['internal_api'], i['num_threads']) for i in
       timed fig1_6000 $TOPM $FIG1 --trials=100 \
           --plot="$OUT/figure1_paper_scale_gpu.png" \
           > "$OUT/figure1_paper_scale_gpu.json" ;;
+    checks_ab)  # Paper-size Figure 1 with the host checks' products on the
+      # host, then on the GPU (lp.device_checks; the default beside one).
+      for on in 0 1; do
+        BOTTLENECK_DEVICE_CHECKS=$on timed "fig1_6000_device_checks_$on" \
+            $TOPM $FIG1 --trials=100 > "$OUT/fig1_6000_device_checks_$on.json"
+      done ;;
     band)  # In the transition band, with HiGHS row generation and MPAX.
       timed band $PY benchmarks/lp_vs_peers.py --sizes=50257x768 \
           --solvers=bottleneck,mpax,highs \

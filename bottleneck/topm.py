@@ -28,8 +28,8 @@ import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, certificates, finish, host_checks,
-                           records, stream)
+from bottleneck.lp import (admm, bracket, certificates, device_checks,
+                           finish, host_checks, records, stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -132,6 +132,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     # is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
+  facts.device = device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
   shared, basis = admm.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(

@@ -13,8 +13,10 @@ from absl.testing import absltest
 import numpy as np
 import optax
 
-from bottleneck.lp import bracket, certificates, enclosure, ipm, polish, stream
+from bottleneck.lp import (bracket, certificates, device_checks, enclosure,
+                           ipm, polish, stream)
 from train.training import optim
+import tests.lp_device_checks_test as lp_device_checks_test
 import tests.lp_finish_test as lp_finish_test
 import tests.lp_ipm_test as lp_ipm_test
 import tests.lp_test as lp_test
@@ -131,6 +133,30 @@ class MutationTest(absltest.TestCase):
     finally:
       ipm._run.clear_cache()
     self.assertGreater(failed, 0)
+
+  def test_device_checks_that_prove_too_much_or_do_nothing_are_caught(self):
+    # The device's enclosure with its radius zeroed, its scores of x
+    # rounded to float16 (TF32's 10-bit mantissa: a GPU's default matmul
+    # precision), and its projection handing back the start unchanged.
+    real = device_checks.DeviceA.enclose_dual
+    no_radius = lambda *a: (lambda out: out if isinstance(out, str) else (
+        out[0], 0 * out[1], *out[2:]))(real(*a))
+    with _swapped(device_checks.DeviceA, "enclose_dual", no_radius):
+      self.assertGreater(_failed(
+          lp_device_checks_test.EncloseDualTest,
+          "test_the_radius_holds_the_exact_solution"), 0)
+    scores = device_checks.DeviceA.scores
+    coarse = lambda self, xs: scores(self, np.asarray(xs, np.float16))
+    with _swapped(device_checks.DeviceA, "scores", coarse):
+      self.assertGreater(_failed(
+          lp_device_checks_test.ScoresTest,
+          "test_device_scores_are_within_the_hosts_rounding_bound"), 0)
+    start = lambda self, subset, support, mu0_k, x_par, rounds: (
+        np.clip(mu0_k, 0, None), False, 0.0)
+    with _swapped(device_checks.DeviceA, "project", start):
+      self.assertGreater(_failed(
+          lp_device_checks_test.EncloseDualTest,
+          "test_projection_as_on_the_host"), 0)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})

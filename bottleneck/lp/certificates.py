@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 
 from bottleneck import linalg, prescribed
-from bottleneck.lp import chains, polish
+from bottleneck.lp import chains, device_checks, polish
 from bottleneck.lp.enclosure import U as _U, enclose as _enclose
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
 from bottleneck.lp.facts import MatrixFacts
@@ -85,13 +85,15 @@ def projected(a, subset, y, x) -> np.ndarray:
 def _score_bounds(facts: MatrixFacts, x):
   """(float32 A x as float64, its rigorous rounding bound per row): for a
   float32 A, |fl32(a_j . fl32(x)) - a_j . x| <= (gamma32_d (1 + u32) +
-  u32) |a_j| |x| (Higham Thm 3.1, any summation order; doubled, plus 1e-30
-  for underflow)."""
+  u32) |a_j| |x| (Higham Thm 3.1, any summation order; doubled), plus
+  underflow: 1e-30, or what flushing subnormals could cost (an accelerator
+  that scores, lp.device_checks.flush_bound) if larger."""
   u32 = float(np.finfo(np.float32).eps) / 2
-  gamma32 = _gamma(facts.a.shape[1], u32)
+  d = facts.a.shape[1]
+  gamma32 = _gamma(d, u32)
   return facts.scores(x).astype(np.float64), 2.0 * (
       gamma32 * (1 + u32) + u32) * facts.row_norms * float(
-          np.linalg.norm(x)) + 1e-30
+          np.linalg.norm(x)) + max(1e-30, device_checks.flush_bound(x, d))
 
 
 def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
@@ -259,18 +261,23 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
   # M = [[A_S^T, -A_K^T], [0, 1^T]] is (d + 1) x (m + |K|), exact entries,
   # written as its transpose's rows: A's rows are gathered and widened to
   # float64 once, in place (no float64 copies of A_S and A_K first).
-  m_t = np.empty((m + support.size, d + 1))
-  m_t[:m, :d] = a[subset]
-  np.negative(a[support], out=m_t[m:, :d])
-  m_t[:m, d], m_t[m:, d] = 0.0, 1.0
-  m_mat = m_t.T
   mu_k = mu[support] / mu[support].sum()
-  lam = facts.least_squares_t(subset, m_t[m:, :d].T @ -mu_k)  # Only z~:
-  # the enclosure refines and proves what it is given.
-  z = np.concatenate([lam, mu_k])
   b = np.zeros(d + 1)
   b[d] = 1.0
-  enclosed = _enclose(m_mat, z, b)
+  enclosed = None
+  if facts.device is not None and facts.device.fits(m, m + support.size):
+    # The Gram and its factors on the accelerator.
+    lam = facts.least_squares_t(subset, facts.device.rmatvec(support, mu_k))
+    enclosed = facts.device.enclose_dual(subset, support, np.concatenate(
+        [lam, mu_k]), b)
+  if enclosed is None or isinstance(enclosed, str):
+    m_t = np.empty((m + support.size, d + 1))
+    m_t[:m, :d] = a[subset]
+    np.negative(a[support], out=m_t[m:, :d])
+    m_t[:m, d], m_t[m:, d] = 0.0, 1.0
+    lam = facts.least_squares_t(subset, m_t[m:, :d].T @ -mu_k)  # Only z~:
+    # the enclosure refines and proves what it is given.
+    enclosed = _enclose(m_t.T, np.concatenate([lam, mu_k]), b)
   if isinstance(enclosed, str):
     return fail(enclosed)
   z, z_err, alpha, r = enclosed

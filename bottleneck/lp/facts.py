@@ -44,6 +44,9 @@ class MatrixFacts:
     self._scores = collections.OrderedDict()  # x's bytes -> A x (`scores`).
     self._qr = collections.OrderedDict()
     self._qr_bytes, self.cache_bytes = 0, cache_bytes
+    # lp.device_checks.DeviceA: the float32 passes (`scores`, `prime`) and
+    # the global dual certificate's Gram on an accelerator; None: the host.
+    self.device = None
 
   @property
   def one_sided(self) -> bool:
@@ -90,7 +93,8 @@ class MatrixFacts:
     x = np.asarray(x, self.source.dtype)
     key = x.tobytes()
     if key not in self._scores:
-      self._keep_scores(key, self.source @ x)
+      self._keep_scores(key, self.source @ x if self.device is None else
+                        self.device.scores(x[None])[0])
     self._scores.move_to_end(key)
     return self._scores[key].copy()
 
@@ -100,6 +104,10 @@ class MatrixFacts:
     thread: 25 ms against 15 x 18 ms), kept for `scores` (at most
     `score_slots` of them: prime no more at once)."""
     xs = np.asarray(xs, self.source.dtype)
+    if self.device is not None:  # One call: B x N float32 back.
+      for x, row in zip(xs, self.device.scores(xs)):
+        self._keep_scores(x.tobytes(), row)
+      return
     if len(xs) <= GEMV_POINTS:
       for x in xs:
         self._keep_scores(x.tobytes(), self.source @ x)

@@ -179,7 +179,9 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   products and factorizations (50257 x 768, m = 120-150, one BLAS thread:
   a call 107 -> 72-80 ms). The result is refined in float64 (the residual of
   B mu = e from A_K^T mu, B never formed in float64) to the float64 path's
-  dual value.
+  dual value. Beside a GPU (MatrixFacts.device) the loop runs there in
+  float64 (lp.device_checks.DeviceA.project) for supports its compiled
+  shape holds.
   """
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   facts = a if hasattr(a, "qr") else None
@@ -198,6 +200,14 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
         n) / n
     rank[subset] = -np.inf
   support = np.argsort(-rank)[:k]
+  device = getattr(facts, "device", None)
+  if device is not None and device.fits(subset.size, k):
+    on_device = device.project(subset, support, mu0[support], None if y is
+                               None else facts.rowspace(subset, y)[0], rounds)
+    if on_device is not None:
+      out = np.zeros(n)
+      out[support] = on_device[0]
+      return Projection(out, *on_device[1:])
   reflectors = facts.householder(subset) if facts is not None else (
       scipy.linalg.qr(a[subset].astype(np.float64).T, mode="raw")[0])
   x_par = None if y is None else (

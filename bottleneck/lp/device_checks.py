@@ -1,0 +1,317 @@
+"""The host checks' passes over A and their largest float64 products, on the
+accelerator that iterates the LP.
+
+Beside a GPU the stream waits on the host's float64 checks (paper-size
+Figure 1 on the H200 of benchmarks/RESULTS.md: 59 of its 85 s), and most
+of their time is products that an accelerator does in microseconds:
+
+- `scores`: fl32(A fl32(x)) for up to `MatrixFacts.score_slots` points at
+  once, the float32 pass that ranks rows (certificates._rest_candidates,
+  _logits_or_upper_bounds, polish.project, chains.Carry). Its rounding
+  bound (certificates._score_bounds: gamma32_d |a_j| |x|, Higham Thm 3.1)
+  holds for any order of summation, with or without FMA, so it holds on
+  the device as on the host provided the device computes in float32: the
+  dot's algorithm is pinned to F32_F32_F32 (no TF32 or bf16 passes, which
+  XLA's default precision allows on a GPU). An accelerator that flushes
+  subnormals to zero loses at most 2^-126 per product, addition and
+  flushed entry of x: `flush_bound`, added to the bound on either path.
+- `enclose_dual`: the (d + 1)^2 Gram of the global INFEASIBLE
+  certificate's M = [[A_S^T, -A_K^T], [0, 1^T]] (built on the device from
+  A's float32 rows: exact in float64), its Cholesky factor, z~'s
+  refinement and the shifted Cholesky of enclosure.shifted_radius, in
+  float64. The host turns what comes back (the residual, |M| |z|, the
+  factor's sum of squares, the shift) into the same rigorous bound as
+  enclosure.enclose: Higham's bounds for a float64 product or Cholesky
+  factorization hold for any summation order (a blocked factorization
+  included), on the device as in LAPACK. The Rump-style fallback stays
+  on the host.
+
+A device call waits for the ADMM chunk dispatched before the checks
+(lp.stream), at most one chunk per visit of the host.
+
+`DeviceA.for_mesh` decides where this runs: beside a GPU; not on CPU
+devices (numpy's BLAS on the host is as fast there, and XLA's iterations
+hold the cores), nor on a TPU (its float32 products are bf16 passes and
+its float64 is emulated: Higham's bounds would not hold).
+BOTTLENECK_DEVICE_CHECKS=1 (also on CPU devices: the tests) / =0 (never)
+overrides.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bottleneck.lp import enclosure
+
+ROW_BUCKET = 512  # Rows of A gathered (S and K) are padded to a multiple,
+SUBSET_BUCKET = 64  # and S's alone (the projection's QR) to one of this.
+SCORE_SIZES = (1, 4, 16, 64)  # Points scored at once, padded to the next.
+ENV = "BOTTLENECK_DEVICE_CHECKS"
+
+
+def flush_bound(x, d: int) -> float:
+  """An absolute bound of what flushing subnormals to zero can cost a
+  float32 dot product of length d with x: 2^-126 per product and per
+  addition, and |x_k| 2^-126 per flushed entry of a row (doubled)."""
+  tiny = float(np.finfo(np.float32).tiny)
+  return 2.0 * tiny * (2.0 * d + float(np.abs(x).sum()))
+
+
+def enabled(platform: str) -> bool:
+  """Whether the checks' products go to a device of this platform (module
+  docstring): a GPU, or any but a TPU where ENV is 1; none where it is 0."""
+  forced = os.environ.get(ENV)
+  if platform == "tpu" or forced == "0":
+    return False
+  return forced == "1" or platform == "gpu"
+
+
+@jax.jit
+def _scores(a_NxD, x_BxD):
+  return jax.lax.dot_general(
+      x_BxD, a_NxD, (((1,), (1,)), ((), ())),
+      precision=jax.lax.DotAlgorithmPreset.F32_F32_F32,
+      preferred_element_type=jnp.float32)
+
+
+@jax.jit
+def _rmatvec(a_NxD, rows_K, weights_K):
+  """A_K^T w in float64 (padded rows carry weight 0)."""
+  return a_NxD[rows_K].astype(jnp.float64).T @ weights_K
+
+
+@jax.jit
+def _enclose(a_NxD, rows_P, sign_P, last_P, z_P, b_n, probe_n):
+  """enclosure.enclose's and shifted_radius's float64 work for the global
+  dual certificate (M's transpose built from A's rows: rows_P with
+  sign_P in {1, -1, 0} and last column last_P)."""
+  m_t = jnp.concatenate([a_NxD[rows_P].astype(jnp.float64) *
+                         sign_P[:, None], last_P[:, None]], axis=1)
+  gram = m_t.T @ m_t
+  lower = jnp.tril(jax.lax.linalg.cholesky(gram, symmetrize_input=False))
+  solve = lambda rhs: jax.scipy.linalg.cho_solve((lower, True), rhs)
+  z = z_P
+  for _ in range(3):  # As enclosure.enclose: minimum-norm refinement.
+    z = z + m_t @ solve(b_n - m_t.T @ z)
+  r = b_n - m_t.T @ z
+  abs_mz = jnp.abs(m_t).T @ jnp.abs(z)
+  v = probe_n
+  for _ in range(4):  # Inverse iteration, as shifted_radius.
+    v = solve(v / jnp.linalg.norm(v))
+  estimate = 1.0 / jnp.linalg.norm(v)
+  column_sq = jnp.einsum("ij,ij->i", m_t, m_t)
+  eye = jnp.eye(gram.shape[0], dtype=bool)
+  outs = []
+  for fraction in (0.5, 0.25):
+    shifted = jnp.where(eye, gram - fraction * estimate, gram)
+    r_f = jnp.tril(jax.lax.linalg.cholesky(shifted, symmetrize_input=False))
+    outs.append((jnp.sum(r_f * r_f), jnp.all(jnp.isfinite(r_f)),
+                 jnp.max(jnp.diagonal(shifted))))
+  return (z, r, abs_mz, estimate, column_sq, jnp.all(jnp.isfinite(lower)),
+          outs)
+
+
+@jax.jit
+def _project(a_NxD, subset_M, m, support_K, k, mu0_K, x_par_D, rounds):
+  """polish.project's active-set loop in float64 (module `project`)."""
+  d = a_NxD.shape[1]
+  a_s = a_NxD[subset_M].astype(jnp.float64) * (
+      jnp.arange(subset_M.size) < m)[:, None]
+  q = jnp.linalg.qr(a_s.T, mode="complete")[0]  # Zero columns: tau = 0.
+  real = jnp.arange(support_K.size) < k
+  rows = a_NxD[support_K].astype(jnp.float64) * real[:, None]
+  null = jnp.arange(d) >= m  # Q's last d - m columns: null(A_S).
+  b = jnp.concatenate([((rows @ q) * null[None, :]).T, real[None, :].astype(
+      jnp.float64)])  # [Z^T A_K^T; 1^T] with zero rows for range(A_S^T).
+  unused = jnp.diag(jnp.append(~null, False).astype(jnp.float64))
+  target = jnp.zeros(d + 1).at[d].set(1.0)
+  par = rows @ x_par_D
+  need = d - m + 1  # A dual vertex's active rows.
+
+  def body(st):
+    keep, it, _, mu_before, _, value = st
+    bk = b * keep[None, :]
+    lower = jnp.tril(jax.lax.linalg.cholesky(bk @ bk.T + unused,
+                                             symmetrize_input=False))
+    factored = jnp.all(jnp.isfinite(lower))
+    r = target - bk @ mu0_K
+    mu = mu0_K + bk.T @ jax.scipy.linalg.cho_solve((lower, True), r)
+    mu = jnp.where(factored, mu, mu_before)  # The kept rows no longer span
+    # null(A_S): the last round's positive part, collapsed.
+    value = jnp.where(it == 0, jnp.sum(jnp.where(keep, mu, 0.0) * par), value)
+    nonneg = jnp.all(jnp.where(keep, mu, 0.0) >= 0)
+    stop = nonneg | (jnp.sum(keep) <= need) | ~factored
+    keep = jnp.where(stop, keep, keep & (mu > 0))
+    return keep, it + 1, stop, mu, factored, value
+
+  keep, it, _, mu, factored, value = jax.lax.while_loop(
+      lambda st: ~st[2] & (st[1] < rounds), body,
+      (real, jnp.int32(0), jnp.bool_(False), mu0_K, jnp.bool_(True),
+       jnp.float64(jnp.nan)))
+  collapsed = ~factored | ~jnp.all(jnp.where(keep, mu, 0.0) >= 0)
+  return (jnp.where(keep, jnp.maximum(mu, 0.0), 0.0), (it > 1) | factored,
+          collapsed, value)
+
+
+class DeviceA:
+  """A float32 A on one device, with the checks' products over it."""
+
+  def __init__(self, a_f32, device, m_max: int):
+    self.device = device
+    self.a = jax.device_put(np.asarray(a_f32, np.float32), device)
+    self.n, self.d = a_f32.shape
+    # One padded shape per kind of call, so one compile each: S's rows to
+    # m_max rounded up, and the gathered rows (S and K: the projection's
+    # first support and the dual certificate's) to 2 (d + 1) rounded up.
+    self.m_pad = -(-m_max // SUBSET_BUCKET) * SUBSET_BUCKET
+    self.rows = -(-2 * (self.d + 1) // ROW_BUCKET) * ROW_BUCKET
+    self._warming = None
+
+  @classmethod
+  def for_mesh(cls, a, mesh, m_max: int) -> "DeviceA | None":
+    """A DeviceA on the mesh's first device where the checks go there
+    (module docstring), compiling its calls in the background (`warm_up`);
+    None otherwise, or for a float64 A (its rows are not exact in
+    float32)."""
+    device = mesh.devices.flat[0]
+    if not enabled(device.platform) or np.asarray(a).dtype != np.float32:
+      return None
+    out = cls(a, device, m_max)
+    out.warm_up()
+    return out
+
+  def warm_up(self) -> None:
+    """Runs every call once on blank inputs in a background thread, so
+    their compiles (seconds on a GPU; 2.8 s on the 2-core CPU of
+    benchmarks/RESULTS.md at 50257 x 768) overlap the ADMM's compile and
+    first chunks instead of the first checks. A call made before it is
+    done waits for it (it would compile the same)."""
+    self._warming = threading.Thread(target=self._blank_calls, daemon=True)
+    self._warming.start()
+
+  def _blank_calls(self) -> None:
+    one, b = np.arange(1), np.eye(self.d + 1)[-1]
+    try:
+      with np.errstate(all="ignore"):
+        for size in SCORE_SIZES:
+          self.scores(np.zeros((size, self.d), np.float32))
+        self.rmatvec(one, np.ones(1))
+        self.enclose_dual(one, one + 1, np.zeros(2), b)
+        self.project(one, one + 1, np.ones(1), None, 1)
+    except Exception:  # pylint: disable=broad-except
+      pass  # The first real call compiles it, and raises there if it must.
+
+  def _ready(self) -> None:
+    warming = self._warming
+    if warming is not None and warming is not threading.current_thread():
+      warming.join()
+      self._warming = None
+
+  def fits(self, m: int, rows: int) -> bool:
+    """Whether a call on m rows of S and `rows` gathered rows in all has
+    its compiled shape here (wider supports stay on the host)."""
+    return m <= self.m_pad and rows <= self.rows
+
+  def scores(self, xs_BxD) -> np.ndarray:
+    """fl32(A fl32(x)) for each row x of xs: [B, N] float32 (B padded to a
+    power of four on the device: one compile per size)."""
+    self._ready()
+    xs = np.asarray(xs_BxD, np.float32)
+    pad = next((size for size in SCORE_SIZES if size >= len(xs)), len(xs))
+    xs_pad = np.zeros((pad, self.d), np.float32)
+    xs_pad[:len(xs)] = xs
+    out = _scores(self.a, jax.device_put(xs_pad, self.device))
+    return np.asarray(jax.device_get(out))[:len(xs)]
+
+  def project(self, subset, support, mu0_k, x_par, rounds: int):
+    """polish.project's loop for the support K (rows of largest rank), in
+    float64 on the device: (mu on K, collapsed, value), or None where the
+    whole support's Gram is not definite (the caller runs the host's
+    loop, whose least squares go on from there). Where a later round's
+    Gram is not (rows dropped below d - m + 1 that span null(A_S)), the
+    last round's positive part is returned, collapsed (the host takes a
+    least-squares step there; either way the support is too narrow for
+    the global certificate). The null-space basis comes from the
+    device's complete QR of A_S^T (padded with zero columns: their
+    reflectors are the identity); nothing here is trusted."""
+    self._ready()
+    m, k = len(subset), len(support)
+    size = self.rows
+    idx_s = np.zeros(self.m_pad, np.int32)
+    idx_s[:m] = subset
+    idx_k = np.zeros(size, np.int32)
+    idx_k[:k] = support
+    mu0 = np.zeros(size)
+    mu0[:k] = mu0_k
+    par = np.zeros(self.d) if x_par is None else np.asarray(x_par,
+                                                            np.float64)
+    with jax.enable_x64(True):
+      mu, started, collapsed, value = jax.device_get(_project(
+          self.a, *jax.device_put((idx_s, np.int32(m), idx_k, np.int32(k),
+                                   mu0, par, np.int32(rounds)), self.device)))
+    if not started:
+      return None
+    return mu[:k], bool(collapsed), float(value) if x_par is not None else (
+        np.nan)
+
+  def rmatvec(self, rows, weights) -> np.ndarray:
+    """A_rows^T weights in float64 (not a bound: a starting point)."""
+    self._ready()
+    size = self.rows
+    idx = np.zeros(size, np.int32)
+    idx[:len(rows)] = rows
+    w = np.zeros(size)
+    w[:len(rows)] = weights
+    with jax.enable_x64(True):
+      return np.asarray(jax.device_get(_rmatvec(
+          self.a, *jax.device_put((idx, w), self.device))))
+
+  def enclose_dual(self, subset, support, z, b):
+    """enclosure.enclose for M = [[A_S^T, -A_K^T], [0, 1^T]] at z~ = z:
+    (z~ refined, radius per entry, alpha, residual), or a string saying
+    why the shifted-Cholesky bound failed (the caller then runs the host's
+    enclosure, Rump's fallback included)."""
+    self._ready()
+    m, k = len(subset), len(support)
+    p = m + k
+    size = self.rows
+    rows = np.zeros(size, np.int32)
+    rows[:m], rows[m:p] = subset, support
+    sign = np.zeros(size)
+    sign[:m], sign[m:p] = 1.0, -1.0
+    last = np.zeros(size)
+    last[m:p] = 1.0
+    z_pad = np.zeros(size)
+    z_pad[:p] = z
+    n = self.d + 1
+    probe = np.random.default_rng(0).standard_normal(n)
+    with jax.enable_x64(True):
+      out = jax.device_get(_enclose(self.a, *jax.device_put(
+          (rows, sign, last, z_pad, np.asarray(b, np.float64), probe),
+          self.device)))
+    z_pad, r, abs_mz, estimate, column_sq, factored, shifts = out
+    if not factored:
+      return "M M^T: no Cholesky factor on the device"
+    z, column_sq = z_pad[:p], column_sq[:p]
+    gamma, upper = enclosure.gamma, enclosure.upper
+    r_bound = np.abs(r) + upper(gamma(size + 1) * (np.abs(b) + abs_mz), size)
+    frobenius_m = upper(float(np.sum(column_sq)), n * size)
+    for fraction, (r_sq, finite, diag_max) in zip((0.5, 0.25), shifts):
+      if not finite:
+        continue
+      c = fraction * float(estimate)
+      rounding = upper(gamma(n + 1) * upper(float(r_sq), n * n) +
+                       enclosure.U * float(diag_max) +
+                       gamma(size) * frobenius_m, 4)
+      lam = (c - rounding) * (1.0 - 4.0 * enclosure.U)
+      if not (np.isfinite(lam) and lam > 0.0):
+        continue
+      w_norm = upper(upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
+      columns = upper(np.sqrt(upper(column_sq, n)), 1)
+      return z, upper(columns * w_norm, 1), rounding / c, r
+    return "no lower bound of lambda_min(M M^T) from a shifted Cholesky"

@@ -1,0 +1,197 @@
+"""lp.device_checks: the float64 checks' products on the LP's device (a
+GPU; here the CPU device, forced), against the host's numpy and exact
+rational arithmetic."""
+
+import fractions
+import os
+from unittest import mock
+
+from absl.testing import absltest
+import jax
+import numpy as np
+
+from bottleneck import sharding, topm
+from bottleneck.io import matrices
+from bottleneck.lp import certificates, device_checks, exact, polish
+from bottleneck.lp import facts as lp_facts
+from tests.lp_test import _exact_min_norm_step
+
+
+def _device_facts(a, m_max=16):
+  facts = lp_facts.MatrixFacts(a)
+  facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
+                                       m_max)
+  return facts
+
+
+class EnabledTest(absltest.TestCase):
+
+  def test_by_platform_and_override(self):
+    with mock.patch.dict(os.environ, {device_checks.ENV: ""}):
+      self.assertEqual([device_checks.enabled(p) for p in
+                        ("cpu", "gpu", "tpu")], [False, True, False])
+    with mock.patch.dict(os.environ, {device_checks.ENV: "1"}):
+      self.assertEqual([device_checks.enabled(p) for p in
+                        ("cpu", "gpu", "tpu")], [True, True, False])
+      mesh = sharding.batch_mesh()
+      device = device_checks.DeviceA.for_mesh(np.eye(4, 3, dtype=np.float32),
+                                              mesh, 2)
+      # Its calls compile in the background; the first call waits for them.
+      self.assertIsNotNone(device._warming)
+      np.testing.assert_array_equal(device.scores(np.ones((2, 3))),
+                                    np.ones((2, 4)) * [[1, 1, 1, 0]])
+      self.assertIsNone(device._warming)
+      self.assertIsNone(device_checks.DeviceA.for_mesh(  # Not exact in f32.
+          np.zeros((4, 3)), mesh, 2))
+    with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
+      self.assertFalse(device_checks.enabled("gpu"))
+
+
+class ScoresTest(absltest.TestCase):
+
+  def test_device_scores_are_within_the_hosts_rounding_bound(self):
+    # Rows over six orders of magnitude, points over four: every float32
+    # score from the device is within certificates._score_bounds of the
+    # float64 product, for points scored one at a time and primed together.
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((3000, 64)) * 10.0 ** rng.uniform(
+        -3, 3, (3000, 1))).astype(np.float32)
+    facts = _device_facts(a)
+    xs = rng.standard_normal((5, 64)) * 10.0 ** rng.uniform(-2, 2, (5, 1))
+    facts.prime(xs[:3])
+    for x in xs:
+      approx, err = certificates._score_bounds(facts, x)
+      exact_scores = a.astype(np.float64) @ x
+      self.assertTrue(np.all(np.abs(approx - exact_scores) <= err))
+      # The bound is tight enough to tell float32 from TF32 (10-bit
+      # mantissas), which a GPU's default matmul precision would use.
+      tf32 = lambda v: (np.asarray(v, np.float32).view(np.uint32) &
+                        np.uint32(0xFFFFE000)).view(np.float32)
+      coarse = tf32(a).astype(np.float64) @ tf32(x).astype(np.float64)
+      self.assertFalse(np.all(np.abs(coarse - exact_scores) <= err))
+    np.testing.assert_allclose(facts.scores(xs[0]), a @ xs[0].astype(
+        np.float32), rtol=1e-4, atol=1e-3 * np.abs(a @ xs[0]).max())
+
+  def test_flush_bound(self):
+    tiny = float(np.finfo(np.float32).tiny)
+    self.assertEqual(device_checks.flush_bound(np.array([1.0, -2.0]), 2),
+                     2.0 * tiny * (4.0 + 3.0))
+
+
+class EncloseDualTest(absltest.TestCase):
+
+  def test_the_radius_holds_the_exact_solution(self):
+    # M = [[A_S^T, -A_K^T], [0, 1^T]] from 2 + 5 rows of a 40 x 6 float32
+    # A: the device's refined z~ and radius against z* in exact rational
+    # arithmetic, as enclosure.enclose's own test does.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 6)).astype(np.float32)
+    facts = _device_facts(a)
+    subset, support = np.array([3, 17]), np.array([0, 5, 9, 22, 31])
+    m_mat = np.vstack([np.hstack([a[subset].T, -a[support].T]).astype(
+        np.float64), np.r_[np.zeros(2), np.ones(5)]])
+    b = np.r_[np.zeros(6), 1.0]
+    z0 = np.linalg.lstsq(m_mat, b, rcond=None)[0] + 1e-9
+    out = facts.device.enclose_dual(subset, support, z0, b)
+    self.assertNotIsInstance(out, str)
+    z, z_err, alpha, _ = out
+    self.assertLess(alpha, 0.01)  # The share of the shift the rounding took.
+    exact_step = _exact_min_norm_step(m_mat, z, b)
+    self.assertTrue(any(e != 0 for e in exact_step))
+    for i in range(z.size):
+      self.assertLessEqual(abs(exact_step[i]), fractions.Fraction(z_err[i]))
+    # Near-duplicate rows in K (1e-7 apart in float32's last bits): no
+    # shift is proven, and the device says so instead of a bound.
+    a[31] = a[22] + np.float32(1e-7)
+    out = _device_facts(a).device.enclose_dual(subset, support, z0, b)
+    self.assertIsInstance(out, str)
+
+  def test_global_certificate_as_on_the_host(self):
+    # An INFEASIBLE and a FEASIBLE subset of a float32 head with HiGHS's
+    # duals: the same verdict and dual value with the Gram on the device;
+    # a declined device bound falls back to the host's enclosure.
+    a = matrices.random(600, 24, seed=2)
+    rng = np.random.default_rng(1)
+    host, device = lp_facts.MatrixFacts(a), _device_facts(a)
+    seen = set()
+    for m in (2, 3, 6, 8):
+      subset = rng.choice(600, m, replace=False)
+      mu = exact.solve(a.astype(np.float64), subset, np.ones(m))["mu"]
+      one = certificates.check_infeasible_global(host, subset, np.ones(m),
+                                                 mu, 1.0)
+      two = certificates.check_infeasible_global(device, subset, np.ones(m),
+                                                 mu, 1.0)
+      self.assertEqual(one["ok"], two["ok"])
+      self.assertAlmostEqual(one["dual_value"], two["dual_value"], places=9)
+      seen.add(one["ok"])
+      with mock.patch.object(device.device, "enclose_dual",
+                             return_value="declined"):
+        three = certificates.check_infeasible_global(device, subset,
+                                                     np.ones(m), mu, 1.0)
+      self.assertEqual(three["t_lower"], one["t_lower"])
+    self.assertEqual(seen, {True, False})
+    # More rows than the device's compiled shape holds (a widened
+    # support): the host's enclosure, not a new compile.
+    narrow = _device_facts(a)
+    narrow.device.rows = 8
+    self.assertFalse(narrow.device.fits(8, 20))
+    with mock.patch.object(narrow.device, "enclose_dual",
+                           side_effect=AssertionError("device")):
+      four = certificates.check_infeasible_global(narrow, subset, np.ones(m),
+                                                  mu, 1.0)
+    self.assertEqual(four["t_lower"], one["t_lower"])
+
+  def test_projection_as_on_the_host(self):
+    # polish.project's loop on the device (float64, its own QR) against the
+    # host's (float32 Gram, refined): the same support, multipliers and
+    # dual value, from HiGHS's duals nudged off the vertex, from a uniform
+    # start (rows dropped over several rounds) and from a few rows at a
+    # random point (the support collapses).
+    a = matrices.random(600, 24, seed=2)
+    rng = np.random.default_rng(5)
+    host, device = lp_facts.MatrixFacts(a), _device_facts(a)
+    collapsed = set()
+    for m in (3, 6, 8):
+      subset = rng.choice(600, m, replace=False)
+      sol = exact.solve(a.astype(np.float64), subset, np.ones(m))
+      sparse = np.zeros(600)
+      sparse[rng.choice(600, 5)] = 1.0  # With a point far from x*: collapses.
+      starts = ((sol["mu"] + 1e-3 * rng.random(600), sol["x"]),
+                (np.ones(600), sol["x"]), (sparse, rng.standard_normal(24)))
+      for mu, x in starts:
+        one = polish.project(host, subset, mu, x, y=np.ones(m))
+        with mock.patch.object(polish, "null_coords",
+                               side_effect=AssertionError("host loop")):
+          two = polish.project(device, subset, mu, x, y=np.ones(m))
+        self.assertAlmostEqual(two.value, one.value, places=6)
+        self.assertEqual(two.collapsed, one.collapsed)
+        collapsed.add(one.collapsed)
+        if not one.collapsed:
+          np.testing.assert_array_equal(two.mu > 0, one.mu > 0)
+          np.testing.assert_allclose(two.mu, one.mu, atol=1e-6)
+        else:  # Too narrow for the global certificate either way.
+          self.assertLess((two.mu > 0).sum() + m, 24 + 1)
+    self.assertEqual(collapsed, {True, False})
+
+  def test_a_sweep_gives_the_hosts_verdicts(self):
+    a = matrices.random(2000, 32, seed=4)
+    kwargs = dict(m_values=[6, 9, 12, 15], trials=6, problems=("logits",
+                                                              "probs"))
+    with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
+      host = topm.sweeps(a, **kwargs)
+    with mock.patch.dict(os.environ, {device_checks.ENV: "1"}), \
+        mock.patch.object(device_checks.DeviceA, "enclose_dual",
+                          autospec=True,
+                          side_effect=device_checks.DeviceA.enclose_dual
+                          ) as spy:
+      device = topm.sweeps(a, **kwargs)
+    self.assertGreater(spy.call_count, 0)
+    verdicts = lambda out: [[x["verdict"] for x in r["trials_detail"]]
+                            for p in sorted(out) for r in out[p]]
+    self.assertEqual(verdicts(device), verdicts(host))
+    self.assertIn("infeasible", str(verdicts(host)))
+    self.assertIn("feasible'", str(verdicts(host)))
+
+
+if __name__ == "__main__":
+  absltest.main()
