@@ -8,6 +8,8 @@ checks' BLAS thread count of a CPU run (one) or the given ones.
   PYTHONPATH=OTHER_TREE .venv/bin/python benchmarks/host_checks.py \
       --calls_from=/tmp/calls.pkl            # the same inputs, other code
   ... --threads=1,4,8,16                     # a GPU machine's host
+  ... --device=0,1    # also with their products on JAX's first device
+                      # (lp.device_checks; a GPU, or the CPU device)
 
 These checks hold the stream where the device iterates faster than the
 host checks (benchmarks/RESULTS.md, the H100 runs); on a 2-core CPU the
@@ -96,10 +98,17 @@ def main(argv) -> None:
     if "save_calls" in args:
       with open(args["save_calls"], "wb") as f:
         pickle.dump(calls, f)
-  facts = MatrixFacts(a)
-  for threads in args.get("threads", "1").split(","):
-    print(json.dumps({"N": n, "d": d, **replay(
-        facts, calls, int(args.get("repeat", 2)), int(threads))}))
+  for on in args.get("device", "0").split(","):
+    facts = MatrixFacts(a)
+    if on == "1":
+      import jax  # pylint: disable=g-import-not-at-top
+      from bottleneck.lp import device_checks  # pylint: disable=g-import-not-at-top
+      facts.device = device_checks.DeviceA(
+          facts.source, jax.devices()[0], max(c["subset"].size for c in calls))
+      replay(facts, calls[:1], 1)  # Its compiles, outside the timings.
+    for threads in args.get("threads", "1").split(","):
+      print(json.dumps({"N": n, "d": d, "device": on == "1", **replay(
+          facts, calls, int(args.get("repeat", 2)), int(threads))}))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: first `[.whl] export OUT; bash
-# benchmarks/on_gpu.sh info checks_ab` (issue 22's one-minute goal; two
-# paper-size Figure 1 runs, about 95 s on the host's checks and, unmeasured,
-# less on the GPU's), then, time allowing, Gemma 3's parts as below.
+# benchmarks/on_gpu.sh info checks_ab device_checks` (issue 22's one-minute
+# goal: two paper-size Figure 1 runs, about 95 s with the host's checks
+# and, unmeasured, less with the GPU's; then the INFEASIBLE check alone on
+# both, about 90 s), then, time allowing, Gemma 3's parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
@@ -145,6 +146,9 @@ print([(i['internal_api'], i['num_threads']) for i in
     host_checks)  # The INFEASIBLE check alone on this host, by BLAS threads.
       timed host_checks $PY benchmarks/host_checks.py --threads=1,2,4,8,16 \
           > "$OUT/host_checks.jsonl" ;;
+    device_checks)  # The same claims, host (4 threads) against the GPU.
+      timed device_checks $PY benchmarks/host_checks.py --threads=4 \
+          --device=0,1 > "$OUT/device_checks.jsonl" ;;
     finish_ab)  # Gemma 3's band, the exact finish on the host, then on
       # the device (lp.ipm; the default beside an accelerator).
       for on in 0 1; do
