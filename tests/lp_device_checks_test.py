@@ -3,6 +3,7 @@ GPU; here the CPU device, forced), against the host's numpy and exact
 rational arithmetic."""
 
 import fractions
+import io
 import os
 from unittest import mock
 
@@ -45,6 +46,22 @@ class EnabledTest(absltest.TestCase):
           np.zeros((4, 3)), mesh, 2))
     with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
       self.assertFalse(device_checks.enabled("gpu"))
+
+  def test_a_device_that_fails_its_warm_up_leaves_the_checks_on_the_host(self):
+    # E.g. a backend that cannot pin the float32 dot: one stderr line, the
+    # host's checks, not a traceback in the middle of a sweep.
+    a = matrices.random(300, 12, seed=1)
+    facts = lp_facts.MatrixFacts(a)
+    facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
+                                         4)
+    with mock.patch.object(device_checks, "_scores",
+                           side_effect=RuntimeError("no F32_F32_F32 here")):
+      facts.device.warm_up()
+      with mock.patch("sys.stderr", new_callable=io.StringIO) as err:
+        self.assertIsNone(facts.device)
+    self.assertIn("no F32_F32_F32 here", err.getvalue())
+    x = np.ones(12)
+    np.testing.assert_array_equal(facts.scores(x), a @ x.astype(np.float32))
 
 
 class ScoresTest(absltest.TestCase):

@@ -171,6 +171,7 @@ class DeviceA:
     self.m_pad = -(-m_max // SUBSET_BUCKET) * SUBSET_BUCKET
     self.rows = -(-2 * (self.d + 1) // ROW_BUCKET) * ROW_BUCKET
     self._warming = None
+    self.error = None  # Why a warm-up call failed, if one did.
 
   @classmethod
   def for_mesh(cls, a, mesh, m_max: int) -> "DeviceA | None":
@@ -190,7 +191,8 @@ class DeviceA:
     their compiles (seconds on a GPU; 2.8 s on the 2-core CPU of
     benchmarks/RESULTS.md at 50257 x 768) overlap the ADMM's compile and
     first chunks instead of the first checks. A call made before it is
-    done waits for it (it would compile the same)."""
+    done waits for it (it would compile the same). One that fails there
+    (a backend without a pinned float32 dot, say) sets `error`."""
     self._warming = threading.Thread(target=self._blank_calls, daemon=True)
     self._warming.start()
 
@@ -203,8 +205,14 @@ class DeviceA:
         self.rmatvec(one, np.ones(1))
         self.enclose_dual(one, one + 1, np.zeros(2), b)
         self.project(one, one + 1, np.ones(1), None, 1)
-    except Exception:  # pylint: disable=broad-except
-      pass  # The first real call compiles it, and raises there if it must.
+    except Exception as e:  # pylint: disable=broad-except
+      self.error = f"{type(e).__name__}: {e}".splitlines()[0]
+
+  def ready(self) -> bool:
+    """Waits for `warm_up`; False if a call failed there (the checks then
+    stay on the host: MatrixFacts.device)."""
+    self._ready()
+    return self.error is None
 
   def _ready(self) -> None:
     warming = self._warming

@@ -6,6 +6,7 @@ and float64 products over a float32 A by row blocks."""
 from __future__ import annotations
 
 import collections
+import sys
 
 import numpy as np
 
@@ -44,9 +45,24 @@ class MatrixFacts:
     self._scores = collections.OrderedDict()  # x's bytes -> A x (`scores`).
     self._qr = collections.OrderedDict()
     self._qr_bytes, self.cache_bytes = 0, cache_bytes
-    # lp.device_checks.DeviceA: the float32 passes (`scores`, `prime`) and
-    # the global dual certificate's Gram on an accelerator; None: the host.
-    self.device = None
+    self._device = None
+
+  @property
+  def device(self):
+    """lp.device_checks.DeviceA: the float32 passes (`scores`, `prime`),
+    the global dual certificate's Gram and polish.project's loop on a GPU;
+    None: the host. One whose warm-up failed is dropped here, with one
+    line on stderr, and the checks stay on the host."""
+    device = self._device
+    if device is not None and not device.ready():
+      sys.stderr.write(f"device checks off, on the host instead: "
+                       f"{device.error}\n")
+      self._device = device = None
+    return device
+
+  @device.setter
+  def device(self, value) -> None:
+    self._device = value
 
   @property
   def one_sided(self) -> bool:
