@@ -20,11 +20,12 @@ of their time is products that an accelerator does in microseconds:
   A's float32 rows: exact in float64), its Cholesky factor, z~'s
   refinement and the shifted Cholesky of enclosure.shifted_radius, in
   float64. The host turns what comes back (the residual, |M| |z|, the
-  factor's sum of squares, the shift) into the same rigorous bound as
-  enclosure.enclose: Higham's bounds for a float64 product or Cholesky
-  factorization hold for any summation order (a blocked factorization
-  included), on the device as in LAPACK. The Rump-style fallback stays
-  on the host.
+  factor's sum of squares, what the factor misses, the shift) into a
+  rigorous bound as enclosure.enclose does, assuming only what its
+  float64 products need: IEEE arithmetic, sums in any order (Higham Thm
+  3.1). The factorization's own error is measured, not assumed (L~ L~^T
+  - H, one more GEMM), since a GPU library's blocked Cholesky is not
+  documented. The Rump-style fallback stays on the host.
 
 A device call waits for the ADMM chunk dispatched before the checks
 (lp.stream), at most one chunk per visit of the host.
@@ -93,6 +94,7 @@ def _enclose(a_NxD, rows_P, sign_P, last_P, z_P, b_n, probe_n):
   m_t = jnp.concatenate([a_NxD[rows_P].astype(jnp.float64) *
                          sign_P[:, None], last_P[:, None]], axis=1)
   gram = m_t.T @ m_t
+  gram = jnp.tril(gram) + jnp.tril(gram, -1).T  # Its lower triangle, exact.
   lower = jnp.tril(jax.lax.linalg.cholesky(gram, symmetrize_input=False))
   solve = lambda rhs: jax.scipy.linalg.cho_solve((lower, True), rhs)
   z = z_P
@@ -110,8 +112,9 @@ def _enclose(a_NxD, rows_P, sign_P, last_P, z_P, b_n, probe_n):
   for fraction in (0.5, 0.25):
     shifted = jnp.where(eye, gram - fraction * estimate, gram)
     r_f = jnp.tril(jax.lax.linalg.cholesky(shifted, symmetrize_input=False))
-    outs.append((jnp.sum(r_f * r_f), jnp.all(jnp.isfinite(r_f)),
-                 jnp.max(jnp.diagonal(shifted))))
+    e = r_f @ r_f.T - shifted  # What the factor misses, measured.
+    outs.append((jnp.sum(r_f * r_f), jnp.sum(e * e),
+                 jnp.all(jnp.isfinite(r_f)), jnp.max(jnp.diagonal(shifted))))
   return (z, r, abs_mz, estimate, column_sq, jnp.all(jnp.isfinite(lower)),
           outs)
 
@@ -309,12 +312,19 @@ class DeviceA:
     gamma, upper = enclosure.gamma, enclosure.upper
     r_bound = np.abs(r) + upper(gamma(size + 1) * (np.abs(b) + abs_mz), size)
     frobenius_m = upper(float(np.sum(column_sq)), n * size)
-    for fraction, (r_sq, finite, diag_max) in zip((0.5, 0.25), shifts):
+    for fraction, (r_sq, e_sq, finite, diag_max) in zip((0.5, 0.25), shifts):
       if not finite:
         continue
       c = fraction * float(estimate)
-      rounding = upper(gamma(n + 1) * upper(float(r_sq), n * n) +
-                       enclosure.U * float(diag_max) +
+      # The factor L~ of H = fl(G~ - c I) is not trusted to follow LAPACK's
+      # error analysis (a GPU library's blocking is not documented): E =
+      # L~ L~^T - H is measured, e = fl(fl(L~ L~^T) - H), and |E|_2 <=
+      # |e|_F (1 + 2u) + gamma_n |L~|_F^2 (the product's rounding); L~ L~^T
+      # is positive semidefinite, so lambda_min(H) >= -|E|_2. The rest is
+      # enclosure.shifted_radius's bound.
+      missed = upper(upper(np.sqrt(upper(float(e_sq), n * n)), 1) * (
+          1.0 + 2.0 * enclosure.U) + gamma(n) * upper(float(r_sq), n * n), 2)
+      rounding = upper(missed + enclosure.U * float(diag_max) +
                        gamma(size) * frobenius_m, 4)
       lam = (c - rounding) * (1.0 - 4.0 * enclosure.U)
       if not (np.isfinite(lam) and lam > 0.0):

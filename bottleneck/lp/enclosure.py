@@ -100,8 +100,11 @@ def shifted_radius(m_mat, gram, factor, r_bound):
 
   If the float Cholesky factorization of H = fl(G~ - c I) (G~ = fl(M M^T))
   runs to completion, its factor R~ has R~^T R~ = H + E with |E| <=
-  gamma_{n+1} |R~^T| |R~| (Higham Thm 10.3), so |E|_2 <= gamma_{n+1}
-  |R~|_F^2; H = G~ - c I + D with |D_ii| <= u |H_ii|, and |G~ - M M^T|_2
+  gamma_{n+1} |R~^T| |R~| (Higham Thm 10.3, any order of the sums, blocked
+  or not). OpenBLAS's triangular solves multiply by the reciprocal of a
+  diagonal entry instead of dividing by it: one more rounding per entry,
+  so gamma_{2(n+1)} is used. |E|_2 <= that times |R~|_F^2; H = G~ - c I +
+  D with |D_ii| <= u |H_ii|, and |G~ - M M^T|_2
   <= gamma_p |M|_F^2. R~^T R~ is positive semidefinite, hence
   lambda_min(M M^T) >= c - |E|_2 - |D|_2 - |G~ - M M^T|_2 =: lam. The
   shift c is half (then a quarter) of an inverse-iteration estimate of
@@ -126,7 +129,8 @@ def shifted_radius(m_mat, gram, factor, r_bound):
     if not np.all(np.isfinite(r_f)):
       continue
     r_flat = r_f.ravel(order="K")  # A view of the factor, no copy.
-    rounding = upper(gamma(n + 1) * upper(float(r_flat @ r_flat), n * n)
+    rounding = upper(gamma(2 * (n + 1)) * upper(float(r_flat @ r_flat),
+                                                  n * n)
                       + U * float(np.max(np.diag(shifted)))
                       + gamma(p) * frobenius_m, 4)
     lam = (c - rounding) * (1.0 - 4.0 * U)
