@@ -132,7 +132,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     # is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  facts.device = device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
+  facts.device = device_checks.DeviceA.for_mesh(
+      facts.source, mesh, m_pad) if len(instances) >= DEVICE_CHECKS_MIN else (
+          None)
   shared, basis = admm.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
@@ -239,6 +241,13 @@ def host_blas_threads(mesh) -> int:
   cores = len(os.sched_getaffinity(0)) if hasattr(
       os, "sched_getaffinity") else (os.cpu_count() or 1)
   return min(ACCELERATOR_BLAS_THREADS, cores)
+
+
+# Instances a solve needs before its checks' products go to a GPU
+# (lp.device_checks): their compiles (one per call and matrix shape, in the
+# background) pay back over many checks, not over the one-instance solves of
+# records.solve_repeated (a reduced A each).
+DEVICE_CHECKS_MIN = 16
 
 
 # Seconds of exact finishes on the host in one solve, beside an

@@ -203,6 +203,14 @@ class EncloseDualTest(absltest.TestCase):
                           ) as spy:
       device = topm.sweeps(a, **kwargs)
     self.assertGreater(spy.call_count, 0)
+    # A solve of a few instances (records.solve_repeated's, one each) keeps
+    # its checks on the host: the compiles would not pay back.
+    few = topm.make_instances(2000, 9, topm.DEVICE_CHECKS_MIN - 1, "logits",
+                              np.random.default_rng(0))
+    with mock.patch.dict(os.environ, {device_checks.ENV: "1"}), \
+        mock.patch.object(device_checks.DeviceA, "for_mesh") as made:
+      topm.solve(a, few)
+    made.assert_not_called()
     verdicts = lambda out: [[x["verdict"] for x in r["trials_detail"]]
                             for p in sorted(out) for r in out[p]]
     self.assertEqual(verdicts(device), verdicts(host))
