@@ -13,7 +13,8 @@ import numpy as np
 
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
-from bottleneck.lp import certificates, device_checks, exact, polish
+from bottleneck.lp import (certificates, device_checks, enclosure, exact,
+                           polish)
 from bottleneck.lp import facts as lp_facts
 from tests.lp_test import _exact_min_norm_step
 
@@ -88,6 +89,23 @@ class ScoresTest(absltest.TestCase):
       self.assertFalse(np.all(np.abs(coarse - exact_scores) <= err))
     np.testing.assert_allclose(facts.scores(xs[0]), a @ xs[0].astype(
         np.float32), rtol=1e-4, atol=1e-3 * np.abs(a @ xs[0]).max())
+
+  def test_device_float64_logits_are_within_the_float64_bound(self):
+    # check_feasible's and the probability check's float64 logits: within
+    # gamma_d |a_j| |x| of the exact products (here: of numpy's float64,
+    # itself within that bound, so within twice it).
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((3000, 64)) * 10.0 ** rng.uniform(
+        -3, 3, (3000, 1))).astype(np.float32)
+    facts = _device_facts(a)
+    x = rng.standard_normal(64) * 30.0
+    bound = 2 * enclosure.gamma(64) * facts.row_norms * np.linalg.norm(x)
+    reference = a.astype(np.float64) @ x
+    self.assertTrue(np.all(np.abs(facts.device.logits(x) - reference) <=
+                           bound))
+    # Float32 logits would not be: the bound tells them apart.
+    self.assertFalse(np.all(np.abs((a @ x.astype(np.float32)).astype(
+        np.float64) - reference) <= bound))
 
   def test_flush_bound(self):
     tiny = float(np.finfo(np.float32).tiny)

@@ -137,7 +137,8 @@ class MutationTest(absltest.TestCase):
   def test_device_checks_that_prove_too_much_or_do_nothing_are_caught(self):
     # The device's enclosure with its radius zeroed, its scores of x
     # rounded to float16 (TF32's 10-bit mantissa: a GPU's default matmul
-    # precision), and its projection handing back the start unchanged.
+    # precision), its float64 logits of x rounded to float32, and its
+    # projection handing back the start unchanged.
     real = device_checks.DeviceA.enclose_dual
     no_radius = lambda *a: (lambda out: out if isinstance(out, str) else (
         out[0], 0 * out[1], *out[2:]))(real(*a))
@@ -151,6 +152,12 @@ class MutationTest(absltest.TestCase):
       self.assertGreater(_failed(
           lp_device_checks_test.ScoresTest,
           "test_device_scores_are_within_the_hosts_rounding_bound"), 0)
+    logits = device_checks.DeviceA.logits
+    single = lambda self, x: logits(self, np.asarray(x, np.float32))
+    with _swapped(device_checks.DeviceA, "logits", single):
+      self.assertGreater(_failed(
+          lp_device_checks_test.ScoresTest,
+          "test_device_float64_logits_are_within_the_float64_bound"), 0)
     start = lambda self, subset, support, mu0_k, x_par, rounds: (
         np.clip(mu0_k, 0, None), False, 0.0)
     with _swapped(device_checks.DeviceA, "project", start):

@@ -58,8 +58,11 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   # Most rows (a float64 A: every row outside S): one pass over A, no
   # gathered float64 copy of it (50257 x 768, a feasible check inside a
   # 240-LP sweep: 245 -> 31 ms).
-  logits = (polish.matvec(facts.a, x)[rows] if 2 * rows.size > len(facts.a)
-            else facts.rows(rows) @ x)
+  if facts.device is not None:  # One float64 pass on the accelerator.
+    logits = facts.device.logits(x)[rows]
+  else:
+    logits = (polish.matvec(facts.a, x)[rows] if 2 * rows.size > len(
+        facts.a) else facts.rows(rows) @ x)
   t_upper = float(np.max(logits + _gamma(facts.a.shape[1]) *
                          facts.row_norms[rows] * norm_x))
   logits_s = a_s @ x
@@ -166,7 +169,8 @@ def _logits_or_upper_bounds(facts: MatrixFacts, subset, x, scale: float,
   near = upper >= np.max(rest) - far / scale
   near[subset] = True
   rows = np.flatnonzero(near)
-  upper[rows] = facts.rows(rows) @ x
+  upper[rows] = (facts.rows(rows) @ x if facts.device is None else
+                 facts.device.logits(x)[rows])
   return upper
 
 

@@ -15,6 +15,9 @@ of their time is products that an accelerator does in microseconds:
   XLA's default precision allows on a GPU). An accelerator that flushes
   subnormals to zero loses at most 2^-126 per product, addition and
   flushed entry of x: `flush_bound`, added to the bound on either path.
+- `logits`: A x in float64 for the rows the float32 pass cannot rule out
+  (certificates.check_feasible, _logits_or_upper_bounds), as one fused
+  pass over all of A instead of a gather of those rows on the host.
 - `enclose_dual`: the (d + 1)^2 Gram of the global INFEASIBLE
   certificate's M = [[A_S^T, -A_K^T], [0, 1^T]] (built on the device from
   A's float32 rows: exact in float64), its Cholesky factor, z~'s
@@ -26,6 +29,8 @@ of their time is products that an accelerator does in microseconds:
   3.1). The factorization's own error is measured, not assumed (L~ L~^T
   - H, one more GEMM), since a GPU library's blocked Cholesky is not
   documented. The Rump-style fallback stays on the host.
+- `project`: polish.project's active-set loop, in float64, with the
+  device's QR of A_S^T (nothing there is trusted).
 
 A device call waits for the ADMM chunk dispatched before the checks
 (lp.stream), at most one chunk per visit of the host.
@@ -78,6 +83,13 @@ def _scores(a_NxD, x_BxD):
       x_BxD, a_NxD, (((1,), (1,)), ((), ())),
       precision=jax.lax.DotAlgorithmPreset.F32_F32_F32,
       preferred_element_type=jnp.float32)
+
+
+@jax.jit
+def _logits(a_NxD, x_D):
+  """A x in float64 as one fused pass over the float32 A (each product and
+  the sum in float64, in whatever order: gamma_d as on the host)."""
+  return jnp.sum(a_NxD.astype(jnp.float64) * x_D[None, :], axis=1)
 
 
 @jax.jit
@@ -205,6 +217,7 @@ class DeviceA:
       with np.errstate(all="ignore"):
         for size in SCORE_SIZES:
           self.scores(np.zeros((size, self.d), np.float32))
+        self.logits(np.zeros(self.d))
         self.rmatvec(one, np.ones(1))
         self.enclose_dual(one, one + 1, np.zeros(2), b)
         self.project(one, one + 1, np.ones(1), None, 1)
@@ -269,6 +282,14 @@ class DeviceA:
       return None
     return mu[:k], bool(collapsed), float(value) if x_par is not None else (
         np.nan)
+
+  def logits(self, x) -> np.ndarray:
+    """A x in float64, every row: [N] (the checks bound its rounding by
+    gamma_d |a_j| |x|, which holds for any summation order)."""
+    self._ready()
+    with jax.enable_x64(True):
+      return np.asarray(jax.device_get(_logits(self.a, jax.device_put(
+          np.asarray(x, np.float64), self.device))))
 
   def rmatvec(self, rows, weights) -> np.ndarray:
     """A_rows^T weights in float64 (not a bound: a starting point)."""
