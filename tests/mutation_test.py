@@ -139,31 +139,25 @@ class MutationTest(absltest.TestCase):
     # rounded to float16 (TF32's 10-bit mantissa: a GPU's default matmul
     # precision), its float64 logits of x rounded to float32, and its
     # projection handing back the start unchanged.
-    real = device_checks.DeviceA.enclose_dual
+    device = device_checks.DeviceA
+    real = device.enclose_dual, device.scores, device.logits
     no_radius = lambda *a: (lambda out: out if isinstance(out, str) else (
-        out[0], 0 * out[1], *out[2:]))(real(*a))
-    with _swapped(device_checks.DeviceA, "enclose_dual", no_radius):
-      self.assertGreater(_failed(
-          lp_device_checks_test.EncloseDualTest,
-          "test_the_radius_holds_the_exact_solution"), 0)
-    scores = device_checks.DeviceA.scores
-    coarse = lambda self, xs: scores(self, np.asarray(xs, np.float16))
-    with _swapped(device_checks.DeviceA, "scores", coarse):
-      self.assertGreater(_failed(
-          lp_device_checks_test.ScoresTest,
-          "test_device_scores_are_within_the_hosts_rounding_bound"), 0)
-    logits = device_checks.DeviceA.logits
-    single = lambda self, x: logits(self, np.asarray(x, np.float32))
-    with _swapped(device_checks.DeviceA, "logits", single):
-      self.assertGreater(_failed(
-          lp_device_checks_test.ScoresTest,
-          "test_device_float64_logits_are_within_the_float64_bound"), 0)
-    start = lambda self, subset, support, mu0_k, x_par, rounds: (
-        np.clip(mu0_k, 0, None), False, 0.0)
-    with _swapped(device_checks.DeviceA, "project", start):
-      self.assertGreater(_failed(
-          lp_device_checks_test.EncloseDualTest,
-          "test_projection_as_on_the_host"), 0)
+        out[0], 0 * out[1], *out[2:]))(real[0](*a))
+    cases = lp_device_checks_test.EncloseDualTest, (
+        lp_device_checks_test.ScoresTest)
+    for name, broken, case, test in (
+        ("enclose_dual", no_radius, cases[0],
+         "test_the_radius_holds_the_exact_solution"),
+        ("scores", lambda self, xs: real[1](self, np.asarray(
+            xs, np.float16)), cases[1],
+         "test_device_scores_are_within_the_hosts_rounding_bound"),
+        ("logits", lambda self, x: real[2](self, np.asarray(x, np.float32)),
+         cases[1], "test_device_float64_logits_are_within_the_float64_bound"),
+        ("project", lambda self, subset, support, mu0_k, *rest: (
+            np.clip(mu0_k, 0, None), False, 0.0), cases[0],
+         "test_projection_as_on_the_host")):
+      with _swapped(device, name, broken):
+        self.assertGreater(_failed(case, test), 0, name)
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})
