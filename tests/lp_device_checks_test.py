@@ -14,8 +14,9 @@ import numpy as np
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
 from bottleneck.lp import (certificates, device_checks, enclosure, exact,
-                           polish)
+                           finish, polish)
 from bottleneck.lp import facts as lp_facts
+from tests import lp_finish_test
 from tests.lp_test import _exact_min_norm_step
 
 
@@ -207,6 +208,27 @@ class EncloseDualTest(absltest.TestCase):
         else:  # Too narrow for the global certificate either way.
           self.assertLess((two.mu > 0).sum() + m, 24 + 1)
     self.assertEqual(collapsed, {True, False})
+
+  def test_the_exact_finish_with_device_logits_matches_highs(self):
+    # lp.finish's row generation reads every row's float64 logit from the
+    # device (MatrixFacts.logits64): HiGHS's t* in the band, and -inf (a
+    # far point along the ray) on an unbounded instance.
+    a = np.random.default_rng(0).standard_normal((1500, 32)).astype(
+        np.float32)
+    facts = _device_facts(a)
+    insts, truth = lp_finish_test._band_instances(a.astype(np.float64), 9,
+                                                  3, 1)
+    with mock.patch.object(polish, "matvec",
+                           side_effect=AssertionError("host pass")):
+      for it, t_star in zip(insts, truth):
+        x0 = facts.rowspace(it.subset, it.y)[0]
+        _, _, t_w, info = finish.solve(facts, it.subset, it.y, x0)
+        self.assertEqual(info["violated"], 0)
+        self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
+      b, subset, y = lp_finish_test._unbounded_instance(1)
+      _, _, t_w, _ = finish.solve(_device_facts(b.astype(np.float32)), subset,
+                                  y, np.zeros(b.shape[1]))
+    self.assertEqual(t_w, -np.inf)
 
   def test_a_sweep_gives_the_hosts_verdicts(self):
     a = matrices.random(2000, 32, seed=4)

@@ -288,8 +288,8 @@ class DeviceA:
     gamma_d |a_j| |x|, which holds for any summation order)."""
     self._ready()
     with jax.enable_x64(True):
-      return np.asarray(jax.device_get(_logits(self.a, jax.device_put(
-          np.asarray(x, np.float64), self.device))))
+      return np.array(jax.device_get(_logits(self.a, jax.device_put(
+          np.asarray(x, np.float64), self.device))))  # Writable.
 
   def rmatvec(self, rows, weights) -> np.ndarray:
     """A_rows^T weights in float64 (not a bound: a starting point)."""
@@ -329,7 +329,7 @@ class DeviceA:
     z_pad, r, abs_mz, estimate, column_sq, factored, shifts = out
     if not factored:
       return "M M^T: no Cholesky factor on the device"
-    z, column_sq = z_pad[:p], column_sq[:p]
+    z, column_sq = np.array(z_pad[:p]), column_sq[:p]
     gamma, upper = enclosure.gamma, enclosure.upper
     r_bound = np.abs(r) + upper(gamma(size + 1) * (np.abs(b) + abs_mz), size)
     frobenius_m = upper(float(np.sum(column_sq)), n * size)

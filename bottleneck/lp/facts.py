@@ -158,6 +158,14 @@ class MatrixFacts:
     self._qr.move_to_end(key)
     return self._qr[key]
 
+  def logits64(self, x) -> np.ndarray:
+    """A x in float64, every row: one pass on the accelerator where the
+    checks' products go there (`device`), else polish.matvec (by row
+    blocks of a float32 A). For candidates (lp.finish's row generation),
+    not bounds: the checks bound their own products."""
+    device = self.device
+    return polish.matvec(self.a, x) if device is None else device.logits(x)
+
   def rows(self, index) -> np.ndarray:
     """Rows of A as float64."""
     return self.a[np.asarray(index)].astype(np.float64)

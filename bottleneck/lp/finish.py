@@ -47,8 +47,6 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
-from bottleneck.lp import polish
-
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -203,14 +201,13 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
   clears it (`_settled`; info['settled'] says which side); settled
   FEASIBLE, the third value is that largest other logit (an upper bound)
   and the duals are empty."""
-  a = facts.a
   subset = np.asarray(subset)
-  n_rows, d = a.shape
+  n_rows, d = facts.a.shape
   m = subset.size
   x_par, _ = facts.rowspace(subset, y)
   z_basis = facts.null_basis(subset)
   x = np.asarray(x, np.float64)
-  logits = polish.matvec(a, x)
+  logits = facts.logits64(x)
   logits[subset] = -np.inf
   line = (x, logits)  # Decide: a point and its other logits, improved
   # along each ray of W (a descent on the largest other logit).
@@ -228,12 +225,12 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
     a_w = facts.rows(rows)
     f = np.hstack([a_w @ z_basis, -np.ones((rows.size, 1))])
     if ray_mode:  # W had a ray: look for one of the whole LP first.
-      ray, slope = _ray(a, subset, z_basis, f, s)
+      ray, slope = _ray(facts, subset, z_basis, f, s)
       info.update(rounds=rounds, rows=int(rows.size), on_box=True)
       if ray is not None:
         pushed_up = np.flatnonzero(slope >= 0.0)
         if pushed_up.size == 0:  # t* = -inf.
-          return _far_along(a, subset, x_par, ray, y), [], -np.inf, info
+          return _far_along(facts, subset, x_par, ray, y), [], -np.inf, info
         if threshold is not None:  # Descend along the ray from the best
           c, top = _line_min(line[1], slope)  # point yet; the other
           line = (line[0] + c * ray, line[1] + c * np.where(  # logits (-inf
@@ -253,7 +250,7 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
       ray_mode = True
       continue
     x_w = x_par + z_basis @ w[:-1]
-    logits = polish.matvec(a, x_w)
+    logits = facts.logits64(x_w)
     logits[subset] = -np.inf
     t_w = float(w[-1])
     violated = np.setdiff1d(
@@ -298,7 +295,7 @@ def _settled(t_w: float, max_other: float, threshold: float | None,
   return None
 
 
-def _ray(a, subset, z_basis, f, s: Settings):
+def _ray(facts, subset, z_basis, f, s: Settings):
   """A ray of (LP_W) from the homogeneous LP min tau s.t. G z <= tau,
   |z|_inf <= 1 (well scaled, unlike the box solve; tau* < 0 iff W has a
   ray; any feasible tau < -1e-3 will do): (v = Z z, a_j . v per row, -inf
@@ -307,7 +304,7 @@ def _ray(a, subset, z_basis, f, s: Settings):
   if not w[-1] < -1e-9:
     return None, None
   v = z_basis @ w[:-1]
-  slope = polish.matvec(a, v)
+  slope = facts.logits64(v)
   slope[subset] = -np.inf
   return v, slope
 
@@ -336,10 +333,10 @@ def _line_min(base, slope, grid: int = 64, refine: int = 40):
   return best[1], best[0]
 
 
-def _far_along(a, subset, x_par, v, y) -> np.ndarray:
+def _far_along(facts, subset, x_par, v, y) -> np.ndarray:
   """x_par + c v with every other logit below min(y) - 1 (v a ray: a_j . v
   < 0 off S), so that the point itself shows S on top with a margin."""
-  base, slope = polish.matvec(a, x_par), polish.matvec(a, v)
+  base, slope = facts.logits64(x_par), facts.logits64(v)
   base[subset], slope[subset] = -np.inf, -1.0
   need = (base - (np.min(y) - 1.0)) / -slope
   return x_par + 2.0 * max(1.0, float(np.max(need))) * v
