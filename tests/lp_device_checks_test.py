@@ -230,6 +230,25 @@ class EncloseDualTest(absltest.TestCase):
                                   y, np.zeros(b.shape[1]))
     self.assertEqual(t_w, -np.inf)
 
+  def test_a_ray_is_checked_on_device_logits(self):
+    # check_unbounded's bound over every row outside S from the device's
+    # float64 pass: HiGHS's ray of an unbounded LP passes, and fails once
+    # one row of R is moved above the hyperplane the ray leaves.
+    b, subset, y = lp_finish_test._unbounded_instance(2)
+    b = b.astype(np.float32)
+    ray = exact.solve(b.astype(np.float64), subset, y)["ray"]
+    with mock.patch.object(polish, "matvec",
+                           side_effect=AssertionError("host pass")):
+      self.assertTrue(certificates.check_unbounded(
+          _device_facts(b), subset, ray)["ok"])
+      rest = np.setdiff1d(np.arange(len(b)), subset)
+      up = rest[np.argmax(b[rest] @ ray)]
+      b[up] -= 2.0 * np.float32((b[up] @ ray) / (ray @ ray)) * ray.astype(
+          np.float32)  # Reflected: a_up . ray > 0 now.
+      out = certificates.check_unbounded(_device_facts(b), subset, ray)
+    self.assertFalse(out["ok"])
+    self.assertIn("some row outside S", out["reason"])
+
   def test_a_sweep_gives_the_hosts_verdicts(self):
     a = matrices.random(2000, 32, seed=4)
     kwargs = dict(m_values=[6, 9, 12, 15], trials=6, problems=("logits",

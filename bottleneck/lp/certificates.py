@@ -393,7 +393,7 @@ def check_unbounded(a, subset, x) -> dict:
   v_norm = float(np.linalg.norm(v))
   slack = _upper(_gamma(d) * facts.row_norms * v_norm +
                  facts.row_norms * float(np.linalg.norm(v_err)), d)
-  bound = polish.matvec(facts.a, v) + slack
+  bound = facts.logits64(v) + slack  # (Any summation order: gamma_d.)
   bound[subset] = -np.inf
   worst = float(bound.max())
   return {"ok": bool(worst < 0.0), "kind": "ray", "ray_max_other": worst,

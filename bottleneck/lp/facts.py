@@ -161,8 +161,9 @@ class MatrixFacts:
   def logits64(self, x) -> np.ndarray:
     """A x in float64, every row: one pass on the accelerator where the
     checks' products go there (`device`), else polish.matvec (by row
-    blocks of a float32 A). For candidates (lp.finish's row generation),
-    not bounds: the checks bound their own products."""
+    blocks of a float32 A). Either way each a_j . x is within gamma_d
+    |a_j| |x| of the exact product (any summation order), so the checks
+    may bound it (check_unbounded) as well as rank by it (lp.finish)."""
     device = self.device
     return polish.matvec(self.a, x) if device is None else device.logits(x)
 
