@@ -1,6 +1,8 @@
 """The exact finish (lp.finish): interior point with row generation on the
 rows an iterate names, against scipy/HiGHS, and its use by topm.solve."""
 
+from unittest import mock
+
 from absl.testing import absltest
 import numpy as np
 
@@ -76,6 +78,31 @@ class FinishTest(absltest.TestCase):
       rounds.append(info["rounds"])
       self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
     self.assertGreater(max(rounds), 1)
+
+  def test_a_stalled_round_with_nothing_violated_widens_w(self):
+    # A round whose interior point stops short of its tolerances at a
+    # point that violates no row (numpy 2.5's floats on a degenerate W of
+    # SolveWithFinishTest's band, where 2.4's left one row violated) gets
+    # the rows nearest to active and a next round, not "no result".
+    a = np.random.default_rng(0).standard_normal((1500, 32))
+    facts = lp_facts.MatrixFacts(a)
+    (it,), (t_star,) = _band_instances(a, 9, 1, 1)
+    x0 = exact.solve(a, it.subset, it.y)["x"]  # W names the active rows.
+    _, _, t_w, info = finish.solve(facts, it.subset, it.y, x0)
+    self.assertEqual(info["rounds"], 1)  # Converged at once, unstalled.
+    real, calls = finish._ipm, []
+
+    def stalled_first(f, h, box, s, *args):
+      w, duals, on_box, converged = real(f, h, box, s, *args)
+      calls.append(f.shape[0])
+      return w, duals, on_box, converged and len(calls) > 1
+
+    with mock.patch.object(finish, "_ipm", side_effect=stalled_first):
+      x_w, _, t_w, info = finish.solve(facts, it.subset, it.y, x0)
+    self.assertIsNotNone(x_w)
+    self.assertEqual(info["rounds"], 2)
+    self.assertGreater(calls[1], calls[0])  # W grew.
+    self.assertAlmostEqual(t_w, t_star, delta=1e-7 * max(1, abs(t_star)))
 
   def test_unbounded_lp_comes_back_as_a_ray(self):
     # Rows outside S pushed below a direction v orthogonal to A_S: v is a

@@ -267,8 +267,14 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
       if side == "feasible":
         best = (x_w, [], top)
       break
-    if violated.size == 0:
+    if violated.size == 0 and converged:
       break
+    if violated.size == 0:  # The interior point stalled on W without a
+      # violated row (a degenerate W: 80 iterations short of 1e-9 at 2000 x
+      # 32, m = 10, where one more row converged in 14): the rows nearest
+      # to active outside W join it.
+      outside = np.setdiff1d(np.flatnonzero(np.isfinite(logits)), rows)
+      violated = outside[np.argsort(-logits[outside])[:add]]
     if s.keep_rows and rows.size > s.keep_rows * k:  # The rows nearest to
       # active at x_W stay (a dropped row returns if violated again).
       rows = rows[np.argsort(-logits[rows])[:int(s.keep_rows * k)]]
