@@ -55,14 +55,7 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   x = projected(facts, subset, y, x)
   rows = _rest_candidates(facts, subset, x)
   norm_x = np.linalg.norm(x)
-  # Most rows (a float64 A: every row outside S): one pass over A, no
-  # gathered float64 copy of it (50257 x 768, a feasible check inside a
-  # 240-LP sweep: 245 -> 31 ms).
-  if facts.device is not None:  # One float64 pass on the accelerator.
-    logits = facts.device.logits(x)[rows]
-  else:
-    logits = (polish.matvec(facts.a, x)[rows] if 2 * rows.size > len(
-        facts.a) else facts.rows(rows) @ x)
+  logits = facts.logits64(x, rows)
   t_upper = float(np.max(logits + _gamma(facts.a.shape[1]) *
                          facts.row_norms[rows] * norm_x))
   logits_s = a_s @ x
@@ -161,7 +154,7 @@ def _logits_or_upper_bounds(facts: MatrixFacts, subset, x, scale: float,
   (paper-size Figure 1's probs problem at m = 70-90: a median 545 rows,
   1590 with far = 40)."""
   if facts.source.dtype != np.float32:
-    return polish.matvec(facts.a, x)
+    return facts.logits64(x)
   approx, err = _score_bounds(facts, x)
   upper = approx + err
   rest = upper.copy()
@@ -169,8 +162,7 @@ def _logits_or_upper_bounds(facts: MatrixFacts, subset, x, scale: float,
   near = upper >= np.max(rest) - far / scale
   near[subset] = True
   rows = np.flatnonzero(near)
-  upper[rows] = (facts.rows(rows) @ x if facts.device is None else
-                 facts.device.logits(x)[rows])
+  upper[rows] = facts.logits64(x, rows)
   return upper
 
 

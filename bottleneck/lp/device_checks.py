@@ -110,18 +110,18 @@ def _enclose(a_NxD, rows_P, sign_P, last_P, z_P, b_n, probe_n):
   lower = jnp.tril(jax.lax.linalg.cholesky(gram, symmetrize_input=False))
   solve = lambda rhs: jax.scipy.linalg.cho_solve((lower, True), rhs)
   z = z_P
-  for _ in range(3):  # As enclosure.enclose: minimum-norm refinement.
+  for _ in range(enclosure.REFINE_STEPS):  # As enclosure.enclose.
     z = z + m_t @ solve(b_n - m_t.T @ z)
   r = b_n - m_t.T @ z
   abs_mz = jnp.abs(m_t).T @ jnp.abs(z)
   v = probe_n
-  for _ in range(4):  # Inverse iteration, as shifted_radius.
+  for _ in range(enclosure.INVERSE_ITERATIONS):  # As shifted_radius.
     v = solve(v / jnp.linalg.norm(v))
   estimate = 1.0 / jnp.linalg.norm(v)
   column_sq = jnp.einsum("ij,ij->i", m_t, m_t)
   eye = jnp.eye(gram.shape[0], dtype=bool)
   outs = []
-  for fraction in (0.5, 0.25):
+  for fraction in enclosure.SHIFT_FRACTIONS:
     shifted = jnp.where(eye, gram - fraction * estimate, gram)
     r_f = jnp.tril(jax.lax.linalg.cholesky(shifted, symmetrize_input=False))
     e = r_f @ r_f.T - shifted  # What the factor misses, measured.
@@ -321,19 +321,19 @@ class DeviceA:
     z_pad = np.zeros(size)
     z_pad[:p] = z
     n = self.d + 1
-    probe = np.random.default_rng(0).standard_normal(n)
     with jax.enable_x64(True):
       out = jax.device_get(_enclose(self.a, *jax.device_put(
-          (rows, sign, last, z_pad, np.asarray(b, np.float64), probe),
-          self.device)))
+          (rows, sign, last, z_pad, np.asarray(b, np.float64),
+           enclosure.probe(n)), self.device)))
     z_pad, r, abs_mz, estimate, column_sq, factored, shifts = out
     if not factored:
       return "M M^T: no Cholesky factor on the device"
     z, column_sq = np.array(z_pad[:p]), column_sq[:p]
     gamma, upper = enclosure.gamma, enclosure.upper
-    r_bound = np.abs(r) + upper(gamma(size + 1) * (np.abs(b) + abs_mz), size)
+    r_bound = enclosure.residual_bound(r, b, abs_mz, size)
     frobenius_m = upper(float(np.sum(column_sq)), n * size)
-    for fraction, (r_sq, e_sq, finite, diag_max) in zip((0.5, 0.25), shifts):
+    for fraction, (r_sq, e_sq, finite, diag_max) in zip(
+        enclosure.SHIFT_FRACTIONS, shifts):
       if not finite:
         continue
       c = fraction * float(estimate)
@@ -347,10 +347,7 @@ class DeviceA:
           1.0 + 2.0 * enclosure.U) + gamma(n) * upper(float(r_sq), n * n), 2)
       rounding = upper(missed + enclosure.U * float(diag_max) +
                        gamma(size) * frobenius_m, 4)
-      lam = (c - rounding) * (1.0 - 4.0 * enclosure.U)
-      if not (np.isfinite(lam) and lam > 0.0):
-        continue
-      w_norm = upper(upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
-      columns = upper(np.sqrt(upper(column_sq, n)), 1)
-      return z, upper(columns * w_norm, 1), rounding / c, r
+      bound = enclosure.radius_from_shift(c, rounding, r_bound, column_sq, n)
+      if bound is not None:
+        return (z, *bound, r)
     return "no lower bound of lambda_min(M M^T) from a shifted Cholesky"

@@ -14,6 +14,34 @@ from __future__ import annotations
 import numpy as np
 
 U = np.finfo(np.float64).eps / 2  # Unit roundoff of float64.
+REFINE_STEPS = 3  # Minimum-norm refinements of z~ before the bound.
+INVERSE_ITERATIONS = 4  # Of lambda_min(G~)'s estimate, from `probe`.
+SHIFT_FRACTIONS = (0.5, 0.25)  # Shifts c tried, as fractions of it.
+
+
+def probe(n: int) -> np.ndarray:
+  """The inverse iteration's fixed starting vector (deterministic)."""
+  return np.random.default_rng(0).standard_normal(n)
+
+
+def residual_bound(r, b, abs_m_abs_z, p: int):
+  """|b - M z*|'s computed r plus the rounding of computing it, per entry
+  (gamma_{p+1} (|b| + |M| |z|), itself bounded by `upper`)."""
+  return np.abs(r) + upper(gamma(p + 1) * (np.abs(b) + abs_m_abs_z), p)
+
+
+def radius_from_shift(c: float, rounding: float, r_bound, column_sq,
+                      n: int):
+  """(|z* - z~| bound per entry, alpha) from lambda_min(M M^T) >= lam =
+  (c - rounding)(1 - 4u) > 0 (`shifted_radius`), or None where lam is
+  not positive: |w*|_2 <= |r_bound|_2 / lam, |z* - z~|_i <= |M_{:,i}|
+  |w*|_2."""
+  lam = (c - rounding) * (1.0 - 4.0 * U)
+  if not (np.isfinite(lam) and lam > 0.0):
+    return None
+  w_norm = upper(upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
+  columns = upper(np.sqrt(upper(column_sq, n)), 1)
+  return upper(columns * w_norm, 1), rounding / c
 
 
 def gamma(n: int, u: float = U) -> float:
@@ -69,11 +97,10 @@ def enclose(m_mat, z, b):
     if not np.all(np.isfinite(inverse)):
       return "M M^T is numerically singular"
     solve = lambda rhs: inverse @ rhs
-  for _ in range(3):  # Refine z~ towards M z = b (minimum-norm steps).
-    z = z + m_mat.T @ solve(b - m_mat @ z)
+  for _ in range(REFINE_STEPS):  # Refine z~ towards M z = b (minimum-norm
+    z = z + m_mat.T @ solve(b - m_mat @ z)  # steps).
   r = b - m_mat @ z
-  r_bound = np.abs(r) + upper(gamma(p + 1) * (np.abs(b) + abs_m @ np.abs(z)),
-                               p)
+  r_bound = residual_bound(r, b, abs_m @ np.abs(z), p)
   if factor is not None:
     shifted = shifted_radius(m_mat, gram, factor, r_bound)
     if shifted is not None:
@@ -111,14 +138,14 @@ def shifted_radius(m_mat, gram, factor, r_bound):
   lambda_min(G~) through G~'s own factor."""
   import scipy.linalg  # pylint: disable=g-import-not-at-top
   n, p = m_mat.shape
-  v = np.random.default_rng(0).standard_normal(n)
-  for _ in range(4):
+  v = probe(n)
+  for _ in range(INVERSE_ITERATIONS):
     v = scipy.linalg.cho_solve(factor, v / np.linalg.norm(v),
                                check_finite=False)
   estimate = 1.0 / float(np.linalg.norm(v))  # ~lambda_min(G~) from above.
   column_sq = np.einsum("ij,ij->j", m_mat, m_mat)  # |M_{:,i}|^2.
   frobenius_m = upper(float(np.sum(column_sq)), n * p)
-  for fraction in (0.5, 0.25):
+  for fraction in SHIFT_FRACTIONS:
     c = fraction * estimate
     shifted = gram.copy()  # G~ - c I: the same floats as with np.eye (x - 0
     shifted[np.diag_indices(n)] -= c  # = x), without two n^2 temporaries.
@@ -133,10 +160,7 @@ def shifted_radius(m_mat, gram, factor, r_bound):
                                                   n * n)
                       + U * float(np.max(np.diag(shifted)))
                       + gamma(p) * frobenius_m, 4)
-    lam = (c - rounding) * (1.0 - 4.0 * U)
-    if not (np.isfinite(lam) and lam > 0.0):
-      continue
-    w_norm = upper(upper(float(np.linalg.norm(r_bound)), n) / lam, 1)
-    columns = upper(np.sqrt(upper(column_sq, n)), 1)
-    return upper(columns * w_norm, 1), rounding / c
+    out = radius_from_shift(c, rounding, r_bound, column_sq, n)
+    if out is not None:
+      return out
   return None

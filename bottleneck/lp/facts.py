@@ -158,14 +158,20 @@ class MatrixFacts:
     self._qr.move_to_end(key)
     return self._qr[key]
 
-  def logits64(self, x) -> np.ndarray:
-    """A x in float64, every row: one pass on the accelerator where the
-    checks' products go there (`device`), else polish.matvec (by row
-    blocks of a float32 A). Either way each a_j . x is within gamma_d
+  def logits64(self, x, rows=None) -> np.ndarray:
+    """A x in float64, on every row or on `rows`: one pass on the
+    accelerator where the checks' products go there (`device`), else
+    polish.matvec (by row blocks of a float32 A), or for fewer than half
+    the rows those rows gathered (50257 x 768, a feasible check inside a
+    240-LP sweep: 245 -> 31 ms). Either way each a_j . x is within gamma_d
     |a_j| |x| of the exact product (any summation order), so the checks
-    may bound it (check_unbounded) as well as rank by it (lp.finish)."""
+    may bound it (check_feasible, check_unbounded) as well as rank by it
+    (lp.finish)."""
     device = self.device
-    return polish.matvec(self.a, x) if device is None else device.logits(x)
+    if device is None and rows is not None and 2 * len(rows) <= len(self.a):
+      return self.rows(rows) @ np.asarray(x, np.float64)
+    out = polish.matvec(self.a, x) if device is None else device.logits(x)
+    return out if rows is None else out[rows]
 
   def rows(self, index) -> np.ndarray:
     """Rows of A as float64."""
