@@ -44,6 +44,25 @@ class HelpersTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "`format`"):
       cli.format_records(recs, "xml")
 
+  def test_compile_cache_threshold_follows_the_environment(self):
+    import jax  # pylint: disable=g-import-not-at-top
+    name = "jax_persistent_cache_min_compile_time_secs"
+    before = getattr(jax.config, name)
+    saved = dict(os.environ)
+    try:
+      os.environ.pop("BOTTLENECK_JAX_CACHE", None)  # The cache on.
+      os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.125"
+      jax.config.update(name, 0.125)  # As jax read it at import.
+      cli.persistent_compile_cache()
+      self.assertEqual(getattr(jax.config, name), 0.125)  # The user's.
+      del os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]
+      cli.persistent_compile_cache()
+      self.assertEqual(getattr(jax.config, name), 0.5)  # The binaries'.
+    finally:
+      os.environ.clear()
+      os.environ.update(saved)
+      jax.config.update(name, before)
+
 
 class BinariesTest(absltest.TestCase):
 

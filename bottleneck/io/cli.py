@@ -185,8 +185,9 @@ def _cell(value: Any) -> str:
 def persistent_compile_cache() -> str | None:
   """Compiled XLA programs kept across runs (the LP's loops compile for
   seconds): $JAX_COMPILATION_CACHE_DIR if set, else
-  $BOTTLENECK_CACHE/jax (default ~/.cache/bottleneck/jax);
-  BOTTLENECK_JAX_CACHE=0 turns it off (cold-start timings)."""
+  $BOTTLENECK_CACHE/jax (default ~/.cache/bottleneck/jax), programs that
+  compile for 0.5 s or more unless $JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS
+  says otherwise; BOTTLENECK_JAX_CACHE=0 turns it off (cold-start timings)."""
   import jax  # pylint: disable=g-import-not-at-top
   if os.environ.get("BOTTLENECK_JAX_CACHE", "1") == "0":
     return None
@@ -194,7 +195,8 @@ def persistent_compile_cache() -> str | None:
       os.environ.get("BOTTLENECK_CACHE") or os.path.join(
           os.path.expanduser("~"), ".cache", "bottleneck"), "jax")
   jax.config.update("jax_compilation_cache_dir", path)
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+  if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
   return path
 
 
