@@ -132,9 +132,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     # is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  facts.device = device_checks.DeviceA.for_mesh(
-      facts.source, mesh, m_pad) if len(instances) >= DEVICE_CHECKS_MIN else (
-          None)
+  facts.device = (device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
+                  if len(instances) >= DEVICE_CHECKS_MIN else None)
   shared, basis = admm.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(

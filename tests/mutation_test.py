@@ -143,18 +143,18 @@ class MutationTest(absltest.TestCase):
     real = device.enclose_dual, device.scores, device.logits
     no_radius = lambda *a: (lambda out: out if isinstance(out, str) else (
         out[0], 0 * out[1], *out[2:]))(real[0](*a))
-    cases = lp_device_checks_test.EncloseDualTest, (
-        lp_device_checks_test.ScoresTest)
+    enclose_t = lp_device_checks_test.EncloseDualTest
+    scores_t = lp_device_checks_test.ScoresTest
     for name, broken, case, test in (
-        ("enclose_dual", no_radius, cases[0],
+        ("enclose_dual", no_radius, enclose_t,
          "test_the_radius_holds_the_exact_solution"),
         ("scores", lambda self, xs: real[1](self, np.asarray(
-            xs, np.float16)), cases[1],
+            xs, np.float16)), scores_t,
          "test_device_scores_are_within_the_hosts_rounding_bound"),
         ("logits", lambda self, x: real[2](self, np.asarray(x, np.float32)),
-         cases[1], "test_device_float64_logits_are_within_the_float64_bound"),
+         scores_t, "test_device_float64_logits_are_within_the_float64_bound"),
         ("project", lambda self, subset, support, mu0_k, *rest: (
-            np.clip(mu0_k, 0, None), False, 0.0), cases[0],
+            np.clip(mu0_k, 0, None), False, 0.0), enclose_t,
          "test_projection_as_on_the_host")):
       with _swapped(device, name, broken):
         self.assertGreater(_failed(case, test), 0, name)

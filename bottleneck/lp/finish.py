@@ -272,9 +272,8 @@ def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),
     if violated.size == 0:  # The interior point stalled on W without a
       # violated row (a degenerate W: 80 iterations short of 1e-9 at 2000 x
       # 32, m = 10, where one more row converged in 14): the rows nearest
-      # to active outside W join it.
-      outside = np.setdiff1d(np.flatnonzero(np.isfinite(logits)), rows)
-      violated = outside[np.argsort(-logits[outside])[:add]]
+      # to active outside W join it (the `add` largest, as violated rows).
+      violated = np.setdiff1d(np.flatnonzero(np.isfinite(logits)), rows)
     if s.keep_rows and rows.size > s.keep_rows * k:  # The rows nearest to
       # active at x_W stay (a dropped row returns if violated again).
       rows = rows[np.argsort(-logits[rows])[:int(s.keep_rows * k)]]
