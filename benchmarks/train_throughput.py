@@ -54,11 +54,12 @@ def main():
     x = rng.integers(0, c.model.vocab_size, (batch, c.model.block_size))
     xb, yb = tr.global_batch(x.astype(np.int32), x.astype(np.int32))
     state = tr.init_fn()
-    state, m = tr.step_fn(state, xb, yb)
+    lr = np.float32(c.train.lr)  # Any lr: the step's cost does not change.
+    state, m = tr.step_fn(state, xb, yb, lr)
     jax.block_until_ready(m)
     start = time.perf_counter()
     for _ in range(steps):
-      state, m = tr.step_fn(state, xb, yb)
+      state, m = tr.step_fn(state, xb, yb, lr)
     jax.block_until_ready(m)
     sec = (time.perf_counter() - start) / steps
     tokens = batch * c.model.block_size

@@ -33,4 +33,15 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+
+def one_device_env(**extra) -> dict:
+  """os.environ (plus `extra`) for a subprocess on one CPU device, as users
+  run binaries and notebooks: the 8 fake devices dropped, the suite's other
+  XLA options kept."""
+  env = dict(os.environ, **extra)
+  env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split()
+                              if f != _FLAG)
+  return env
+
+
 jax.config.update("jax_numpy_rank_promotion", "raise")

@@ -10,13 +10,14 @@ import numpy as np
 
 from bottleneck import topm
 from bottleneck.io import cli, matrices
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_module(module, *args):
-  env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  env.pop("XLA_FLAGS", None)  # One device is enough for a binary.
+  # One device is enough for a binary.
+  env = tests.one_device_env(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
   return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
                         env=env, capture_output=True, text=True, timeout=600)
 

@@ -7,6 +7,7 @@ from absl.testing import absltest, parameterized
 import jupytext
 import nbclient
 import nbformat
+import tests
 
 COLABS = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "colabs")
@@ -35,7 +36,7 @@ class ColabTest(parameterized.TestCase):
     # The kernel inherits this process's environment: draw inline, not Agg,
     # and one CPU device (the 8 fake ones of the tests only slow it down).
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    os.environ.pop("XLA_FLAGS", None)
+    os.environ["XLA_FLAGS"] = tests.one_device_env()["XLA_FLAGS"]
     try:
       nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                               resources={"metadata": {"path": COLABS}}

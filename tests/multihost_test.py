@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from absl.testing import absltest
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = ["--config=configs/thesis.py:model1,cpu", "--config.train.steps=6",
@@ -24,9 +25,8 @@ def _free_port() -> int:
 class MultiHostTest(absltest.TestCase):
 
   def test_two_processes_match_one(self):
-    env = dict(os.environ, PYTHONPATH=ROOT,
-               BOTTLENECK_CACHE=self.create_tempdir().full_path)
-    env.pop("XLA_FLAGS", None)  # One CPU device per process.
+    env = tests.one_device_env(  # One CPU device per process.
+        PYTHONPATH=ROOT, BOTTLENECK_CACHE=self.create_tempdir().full_path)
     base = self.create_tempdir().full_path
     run = lambda extra, wd: [sys.executable, "-m", "train.main", *ARGS,
                              f"--workdir={wd}", *extra]

@@ -10,6 +10,7 @@ import numpy as np
 from scipy import linalg, special, stats
 
 from bottleneck import encoding, gradient, head_stats
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -149,8 +150,7 @@ got = gradient.destroyed_fraction(h, w, None, y, chunk=4096)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
 """
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)
+    env = tests.one_device_env(PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", code], env=env, text=True,
                          capture_output=True, timeout=600, check=True)
     tokens, ratio, grown_mb = out.stdout.split()

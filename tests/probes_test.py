@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import absltest
 import matplotlib.pyplot as plt
@@ -15,6 +16,7 @@ from configs import thesis
 from train.text import tokenizers
 from train.training import trainer
 from train.probes import registry
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,12 +36,23 @@ class ProbesTest(absltest.TestCase):
 
   @classmethod
   def setUpClass(cls):
+    # A run of this code, in a folder of this process: a run left in a
+    # shared folder by an older version would not restore (new state).
     super().setUpClass()
-    base = os.path.join(absltest.get_default_test_tmpdir(), "probes_test")
-    os.environ["BOTTLENECK_CACHE"] = os.path.join(base, "cache")
-    cls.run_dir = os.path.join(base, "run")
-    if not os.path.isdir(cls.run_dir):
-      small_run(cls.run_dir)
+    cls.base = tempfile.mkdtemp(prefix="probes_test")
+    cls.saved_cache = os.environ.get("BOTTLENECK_CACHE")
+    os.environ["BOTTLENECK_CACHE"] = os.path.join(cls.base, "cache")
+    cls.run_dir = os.path.join(cls.base, "run")
+    small_run(cls.run_dir)
+
+  @classmethod
+  def tearDownClass(cls):
+    if cls.saved_cache is None:
+      os.environ.pop("BOTTLENECK_CACHE", None)
+    else:
+      os.environ["BOTTLENECK_CACHE"] = cls.saved_cache
+    shutil.rmtree(cls.base, ignore_errors=True)
+    super().tearDownClass()
 
   def tearDown(self):
     plt.close("all")  # The probes' figures are returned, not saved, here.
@@ -129,8 +142,7 @@ class ProbesTest(absltest.TestCase):
 
   def test_binary_writes_json_and_figures(self):
     out = self.create_tempdir().full_path
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)
+    env = tests.one_device_env(PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, "-m", "train.probe",
                            f"--workdir={self.run_dir}", "--probe=cumulative",
                            "--windows=4", f"--plot={out}/c.png"], cwd=ROOT,

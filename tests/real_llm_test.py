@@ -23,6 +23,7 @@ from tests import families_test
 from train.models import layers, loaders
 from train.models.families import llamalike
 from train.probes import forward, subjects
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V, D, L, H, F = 97, 32, 2, 4, 64
@@ -279,8 +280,8 @@ class ZooTest(absltest.TestCase):
             subject, "The capital of France is", 3))
         del subject
       print(json.dumps(out))"""
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)  # One device: Gemma 3 held once, not 8 times.
+    # One device: Gemma 3 held once, not 8 times.
+    env = tests.one_device_env(PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])

@@ -12,6 +12,7 @@ from absl.testing import absltest
 from configs import report as report_config
 from train.report import runner
 from train.report import section as section_lib
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_HALF = ("table1", "figure5", "prescribed", "signrank", "figure1",
@@ -27,8 +28,7 @@ class ReportTest(absltest.TestCase):
   def _run_binary(self, sections):
     """The binary itself, on one CPU device (as a user runs it)."""
     outdir = self.create_tempdir().full_path
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)
+    env = tests.one_device_env(PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, "-m", "train.report",
                            "--scale=tiny", f"--outdir={outdir}",
                            f"--sections={','.join(sections)}"], cwd=ROOT,

@@ -11,12 +11,14 @@ from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from configs import lowrank, spamlang, thesis
 from train.text import data, tokenizers
 from train.models import generate, gpt as model_lib
 from train.training import optim
 from train.training import trainer
+import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "testdata", "golden_three_steps.json")
@@ -43,8 +45,8 @@ def tiny_config(**overrides):
 
 
 def run_env():
-  env = dict(os.environ, PYTHONPATH=ROOT)
-  env.pop("XLA_FLAGS", None)  # Subprocess runs use one CPU device.
+  # Subprocess runs use one CPU device.
+  env = tests.one_device_env(PYTHONPATH=ROOT)
   return env
 
 
@@ -214,7 +216,8 @@ class TrainingTest(parameterized.TestCase):
     before = jax.device_get(state.params)
     losses, norms = [], []
     for step in range(n):
-      state, metrics = tr.step_fn(state, *tr.global_batch(*loader.batch(step)))
+      state, metrics = tr.step_fn(state, *tr.global_batch(*loader.batch(step)),
+                                  tr.learning_rates[step])
       losses.append(float(metrics["loss"]))
       norms.append(float(metrics["grad_norm"]))
     return losses, norms, before, jax.device_get(state.params)
@@ -281,7 +284,7 @@ class TrainingTest(parameterized.TestCase):
     self.assertTrue(all(x.dtype == np.float32 for x in jax.tree.leaves(p16)))
 
 
-class OptimizerTest(absltest.TestCase):
+class OptimizerTest(parameterized.TestCase):
   """The schedule, the decay mask and clipping against closed forms."""
 
   def _train(self, **kw):
@@ -311,13 +314,47 @@ class OptimizerTest(absltest.TestCase):
     params = {"kernel": jnp.ones((3, 4)), "bias": jnp.ones(4),
               "scale": jnp.ones(4)}
     zeros = jax.tree.map(jnp.zeros_like, params)
-    updates, _ = tx.update(zeros, tx.init(params), params)
+    direction, _ = tx.update(zeros, tx.init(params), params)
     # AdamW with zero gradients: only the decoupled decay, -lr * wd * p.
-    lr0 = float(optim.schedule(t)(0))
-    np.testing.assert_allclose(updates["kernel"], -lr0 * 0.5, rtol=1e-6)
-    np.testing.assert_array_equal(updates["bias"], 0.0)
-    np.testing.assert_array_equal(updates["scale"], 0.0)
+    lr0 = optim.learning_rates(t)[0]
+    moved = optim.apply(params, direction, lr0)
+    np.testing.assert_allclose(moved["kernel"], 1.0 - lr0 * 0.5, rtol=1e-6)
+    np.testing.assert_array_equal(moved["bias"], 1.0)
+    np.testing.assert_array_equal(moved["scale"], 1.0)
     self.assertGreater(lr0, 0.0)
+
+  @parameterized.parameters("cosine", "wsd")
+  def test_host_learning_rates_reproduce_optax_adamw(self, name):
+    # The step scales the direction by lr read on the host; optax.adamw
+    # evaluates the schedule inside: the parameters must agree step by step.
+    t = self._train(lr=1e-2, warmup=2, steps=12, weight_decay=0.1,
+                    grad_clip=1.0, schedule=name)
+    lrs = optim.learning_rates(t)
+    self.assertEqual(lrs.shape, (12,))
+    np.testing.assert_allclose(  # Up to float32 rounding (fused or not).
+        lrs, [float(optim.schedule(t)(k)) for k in range(12)], rtol=1e-6)
+    reference = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(
+        optim.schedule(t), b1=t.b1, b2=t.b2, eps=t.eps, weight_decay=0.1,
+        mask=lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)))
+    tx = optim.optimizer(t)
+    rng = np.random.default_rng(0)
+    params = {"kernel": jnp.asarray(rng.standard_normal((4, 3)), jnp.float32),
+              "bias": jnp.asarray(rng.standard_normal(3), jnp.float32)}
+    ours, theirs = params, params
+    s_ours, s_theirs = tx.init(params), reference.init(params)
+    for step in range(12):
+      grads = jax.tree.map(
+          lambda p: jnp.asarray(rng.standard_normal(p.shape), jnp.float32),
+          params)
+      direction, s_ours = tx.update(grads, s_ours, ours)
+      ours = optim.apply(ours, direction, lrs[step])
+      updates, s_theirs = reference.update(grads, s_theirs, theirs)
+      theirs = optax.apply_updates(theirs, updates)
+    for key in params:
+      np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-6,
+                                 atol=1e-7, err_msg=key)
+    self.assertGreater(float(jnp.abs(ours["kernel"] - params["kernel"]).max()),
+                       1e-3)
 
   def test_clipping_bounds_the_gradient_adam_sees(self):
     t = self._train(grad_clip=1.0, b1=0.9)

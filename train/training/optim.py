@@ -1,8 +1,18 @@
-"""AdamW with warm-up and a cosine or WSD (warm-up, stable, decay) schedule."""
+"""AdamW with warm-up and a cosine or WSD (warm-up, stable, decay) schedule.
+
+The learning rate is an input of the compiled train step, not a constant in
+it: `optimizer` is AdamW up to its last factor (clipping, Adam's direction,
+decoupled weight decay) and the step scales that direction by -lr(step),
+read from `learning_rates` on the host. AdamW's update is exactly
+-lr(t) * (adam_t + wd * p) either way; what changes is that one compiled step
+serves every lr, warm-up, length and schedule of a model shape (sweeps, and
+the test suite, compile each shape once).
+"""
 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -42,9 +52,25 @@ def schedule(t) -> optax.Schedule:
 
 
 def optimizer(t) -> optax.GradientTransformation:
-  """Clipped AdamW; weight decay on matrices only (not biases, norms)."""
+  """Clipped AdamW without its learning rate: the update is
+  clip -> Adam -> + wd * p (weight decay on matrices only, not biases or
+  norms); `apply` scales it by -lr. optax.adamw(lr) = this + scale(-lr)."""
+  schedule(t)  # Validates the schedule fields with the optimizer's.
   decay_mask = lambda params: jax.tree.map(lambda p: p.ndim >= 2, params)
   parts = [optax.clip_by_global_norm(t.grad_clip)] if t.grad_clip > 0 else []
-  parts.append(optax.adamw(schedule(t), b1=t.b1, b2=t.b2, eps=t.eps,
-                           weight_decay=t.weight_decay, mask=decay_mask))
+  parts += [optax.scale_by_adam(b1=t.b1, b2=t.b2, eps=t.eps),
+            optax.add_decayed_weights(t.weight_decay, decay_mask)]
   return optax.chain(*parts)
+
+
+def apply(params, direction, lr):
+  """params - lr * direction (optax.scale_by_learning_rate's rounding)."""
+  return jax.tree.map(
+      lambda p, u: p + jnp.asarray(-lr, u.dtype) * u, params, direction)
+
+
+def learning_rates(t) -> np.ndarray:
+  """[steps] float32: lr(step) of `schedule(t)`, as the compiled step sees
+  it (one vectorised evaluation, in float32 as inside optax)."""
+  return np.asarray(jax.jit(jax.vmap(schedule(t)))(
+      jnp.arange(t.steps, dtype=jnp.int32)), np.float32)

@@ -1,6 +1,10 @@
 """The training loop: one jitted step, explicit shardings, exact resume.
 
-  state, metrics = step_fn(state, x, y)   # jit, donate state
+  state, metrics = step_fn(state, x, y, lr)   # jit, donate state
+
+lr is the schedule's value at this step, read on the host
+(`Trainer.learning_rates`): the compiled step depends on the model, batch and
+mesh only, so runs that differ in lr, warm-up, length or seed share it.
 
 The batch axis is sharded over every device (data parallel, multi-host
 through `jax.make_array_from_process_local_data`); parameters and optimizer
@@ -47,9 +51,8 @@ class TrainState:
   opt_state: Any
 
 
-def _init_state(model, tx, cfg: model_lib.GPTConfig, seed: int):
-  params = model.init(jax.random.key(seed),
-                      jnp.zeros((1, cfg.block_size), jnp.int32))
+def _init_state(model, tx, cfg: model_lib.GPTConfig, key):
+  params = model.init(key, jnp.zeros((1, cfg.block_size), jnp.int32))
   return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
 
@@ -57,8 +60,8 @@ def abstract_state(config):
   """The TrainState a run config implies, as shapes (nothing allocated)."""
   cfg = model_lib.GPTConfig(**config.model.to_dict())
   return jax.eval_shape(functools.partial(
-      _init_state, model_lib.GPT(cfg), optim.optimizer(config.train), cfg,
-      config.seed))
+      _init_state, model_lib.GPT(cfg), optim.optimizer(config.train), cfg),
+      jax.random.key(config.seed))
 
 
 def loss_fn(params, model, x, y, rng, deterministic: bool):
@@ -68,10 +71,13 @@ def loss_fn(params, model, x, y, rng, deterministic: bool):
   return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
-def train_step(state: TrainState, x_abt, y_abt, *, model, tx, seed: int,
+def train_step(state: TrainState, x_abt, y_abt, lr, *, model, tx, seed: int,
                deterministic: bool):
-  """One optimizer step on micro-batches x[a] (a = gradient accumulation)."""
-  rng = jax.random.fold_in(jax.random.key(seed), state.step)
+  """One optimizer step on micro-batches x[a] (a = gradient accumulation):
+  params - lr * optimizer direction (lr a float32 scalar)."""
+  # No dropout: no key (the seed would be one more constant of the program).
+  rng = (jax.random.key(0) if deterministic else
+         jax.random.fold_in(jax.random.key(seed), state.step))
   grad_fn = jax.value_and_grad(loss_fn)
 
   def micro(carry, xy):
@@ -86,8 +92,8 @@ def train_step(state: TrainState, x_abt, y_abt, *, model, tx, seed: int,
   (loss, grads), _ = jax.lax.scan(micro, (jnp.zeros(()), zeros),
                                   (jnp.arange(n), (x_abt, y_abt)))
   grads = jax.tree.map(lambda g: g / n, grads)
-  updates, opt_state = tx.update(grads, state.opt_state, state.params)
-  params = optax.apply_updates(state.params, updates)
+  direction, opt_state = tx.update(grads, state.opt_state, state.params)
+  params = optim.apply(state.params, direction, lr)
   grad_norm = optax.tree.norm(grads)
   # One flag the loop checks every step: a non-finite loss, gradient or
   # update stops the run before anything non-finite is saved.
@@ -141,21 +147,22 @@ class Trainer:
           f"`train.batch_size` ({c.train.batch_size}) must be a multiple of "
           f"grad_accum x devices ({c.train.grad_accum} x "
           f"{self.mesh.devices.size}).")
-    init = functools.partial(_init_state, self.model, self.tx, self.model_cfg,
-                             c.seed)
+    init = functools.partial(_init_state, self.model, self.tx, self.model_cfg)
     self.abstract_state = abstract_state(c)
     self.state_sh = state_shardings(self.abstract_state, self.mesh,
                                     c.train.fsdp)
     self.batch_sh = NamedSharding(self.mesh, P(None, sharding.BATCH_AXIS))
     rep = sharding.replicated(self.mesh)
-    self.init_fn = jax.jit(init, out_shardings=self.state_sh)
+    init_jit = jax.jit(init, out_shardings=self.state_sh)
+    self.init_fn = lambda: init_jit(jax.random.key(c.seed))
     step = functools.partial(train_step, model=self.model, tx=self.tx,
                              seed=c.seed,
                              deterministic=self.model_cfg.dropout == 0.0)
     self.step_fn = jax.jit(step, in_shardings=(self.state_sh, self.batch_sh,
-                                               self.batch_sh),
+                                               self.batch_sh, rep),
                            out_shardings=(self.state_sh, rep),
                            donate_argnums=0)
+    self.learning_rates = optim.learning_rates(c.train)  # [steps] float32
     flat_sh = NamedSharding(self.mesh, P(sharding.BATCH_AXIS))
     self.eval_fn = jax.jit(functools.partial(eval_loss, model=self.model),
                            in_shardings=(self.state_sh.params, flat_sh,
@@ -287,13 +294,12 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       config.model.block_size
   flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
-  schedule = optim.schedule(config.train)
   try:
     t_last, steps_timed, t_total = None, 0, 0.0
     wrote_config = False
     for step in range(start, steps):
       xb, yb = tr.global_batch(*train_loader.batch(step))
-      state, metrics = tr.step_fn(state, xb, yb)
+      state, metrics = tr.step_fn(state, xb, yb, tr.learning_rates[step])
       done = step + 1
       if not bool(metrics["finite"]):
         ckpt.close()
@@ -301,7 +307,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
             f"training diverged at step {done}: the loss, gradients or "
             f"parameters are not finite (loss {float(metrics['loss'])}, "
             f"grad_norm {float(metrics['grad_norm'])}, lr "
-            f"{float(schedule(step)):.3g}). Nothing non-finite was saved; the "
+            f"{tr.learning_rates[step]:.3g}). Nothing non-finite was saved; the "
             f"newest checkpoint in {workdir!r} is step "
             f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
       row = {"step": done}
@@ -316,7 +322,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
         sec = t_total / steps_timed if steps_timed else None
         row.update(loss=float(metrics["loss"]),
                    grad_norm=float(metrics["grad_norm"]),
-                   lr=float(schedule(step)),
+                   lr=float(tr.learning_rates[step]),
                    tokens_per_s=tokens / sec if sec else None,
                    mfu=flops / sec / peak if sec and peak else None)
         if lead:
