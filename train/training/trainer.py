@@ -4,7 +4,8 @@
 
 lr is the schedule's value at this step, read on the host
 (`Trainer.learning_rates`): the compiled step depends on the model, batch and
-mesh only, so runs that differ in lr, warm-up, length or seed share it.
+mesh only, so runs that differ in lr, warm-up or length share it (and in
+seed, for models without dropout; the init takes its key as an input).
 
 The batch axis is sharded over every device (data parallel, multi-host
 through `jax.make_array_from_process_local_data`); parameters and optimizer
