@@ -35,10 +35,11 @@ import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def one_device_env(**extra) -> dict:
-  """os.environ (plus `extra`) for a subprocess on one CPU device, as users
-  run binaries and notebooks: the 8 fake devices dropped, the suite's other
-  XLA options kept."""
-  env = dict(os.environ, **extra)
+  """os.environ (plus `extra`) for a subprocess of this checkout's code on
+  one CPU device, as users run binaries and notebooks: PYTHONPATH the repo,
+  the 8 fake devices dropped, the suite's other XLA options kept."""
+  env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), **extra)
   env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split()
                               if f != _FLAG)
   return env

@@ -219,7 +219,7 @@ class WorkdirLockTest(absltest.TestCase):
 
 
 def run_module(module, *args, cwd=ROOT):
-  env = tests.one_device_env(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  env = tests.one_device_env(JAX_PLATFORMS="cpu")
   return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd,
                         env=env, capture_output=True, text=True, timeout=600)
 
@@ -285,7 +285,7 @@ class BinaryTest(parameterized.TestCase):
                     if l.startswith("error:")], 1)
 
   def test_ctrl_c_is_one_line_and_exit_130(self):
-    env = tests.one_device_env(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    env = tests.one_device_env(JAX_PLATFORMS="cpu")
     wd = self.create_tempdir().full_path
     cmds = {
         "topm": ([sys.executable, "-m", "bottleneck.topm", "--N=20000",

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_module(module, *args):
   # One device is enough for a binary.
-  env = tests.one_device_env(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  env = tests.one_device_env(JAX_PLATFORMS="cpu")
   return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
                         env=env, capture_output=True, text=True, timeout=600)
 

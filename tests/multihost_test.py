@@ -26,7 +26,7 @@ class MultiHostTest(absltest.TestCase):
 
   def test_two_processes_match_one(self):
     env = tests.one_device_env(  # One CPU device per process.
-        PYTHONPATH=ROOT, BOTTLENECK_CACHE=self.create_tempdir().full_path)
+        BOTTLENECK_CACHE=self.create_tempdir().full_path)
     base = self.create_tempdir().full_path
     run = lambda extra, wd: [sys.executable, "-m", "train.main", *ARGS,
                              f"--workdir={wd}", *extra]

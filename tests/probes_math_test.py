@@ -12,8 +12,6 @@ from scipy import linalg, special, stats
 from bottleneck import encoding, gradient, head_stats
 import tests
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def _head(t=300, v=60, d=8, seed=0):
   rng = np.random.default_rng(seed)
@@ -150,7 +148,7 @@ got = gradient.destroyed_fraction(h, w, None, y, chunk=4096)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
 """
-    env = tests.one_device_env(PYTHONPATH=ROOT)
+    env = tests.one_device_env()
     out = subprocess.run([sys.executable, "-c", code], env=env, text=True,
                          capture_output=True, timeout=600, check=True)
     tokens, ratio, grown_mb = out.stdout.split()

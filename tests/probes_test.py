@@ -142,7 +142,7 @@ class ProbesTest(absltest.TestCase):
 
   def test_binary_writes_json_and_figures(self):
     out = self.create_tempdir().full_path
-    env = tests.one_device_env(PYTHONPATH=ROOT)
+    env = tests.one_device_env()
     proc = subprocess.run([sys.executable, "-m", "train.probe",
                            f"--workdir={self.run_dir}", "--probe=cumulative",
                            "--windows=4", f"--plot={out}/c.png"], cwd=ROOT,

@@ -281,7 +281,7 @@ class ZooTest(absltest.TestCase):
         del subject
       print(json.dumps(out))"""
     # One device: Gemma 3 held once, not 8 times.
-    env = tests.one_device_env(PYTHONPATH=ROOT)
+    env = tests.one_device_env()
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])

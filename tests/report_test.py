@@ -28,7 +28,7 @@ class ReportTest(absltest.TestCase):
   def _run_binary(self, sections):
     """The binary itself, on one CPU device (as a user runs it)."""
     outdir = self.create_tempdir().full_path
-    env = tests.one_device_env(PYTHONPATH=ROOT)
+    env = tests.one_device_env()
     proc = subprocess.run([sys.executable, "-m", "train.report",
                            "--scale=tiny", f"--outdir={outdir}",
                            f"--sections={','.join(sections)}"], cwd=ROOT,

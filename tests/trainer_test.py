@@ -45,9 +45,7 @@ def tiny_config(**overrides):
 
 
 def run_env():
-  # Subprocess runs use one CPU device.
-  env = tests.one_device_env(PYTHONPATH=ROOT)
-  return env
+  return tests.one_device_env()  # Subprocess runs use one CPU device.
 
 
 class ConfigTest(parameterized.TestCase):
