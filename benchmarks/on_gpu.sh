@@ -55,12 +55,15 @@ def say(line):
 say(f"== {label}: {chr(32).join(cmd)}\n")
 start = time.time()
 proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+seen = []  # When stderr lines came (the LP stream starts and ends there).
 for line in proc.stderr:
+  seen.append(time.time() - start)
   say(line)
 rc = proc.wait()
 kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+lines = f", stderr lines at {seen[0]:.1f}..{seen[-1]:.1f} s" if seen else ""
 say(f"[timed] {label}: rc {rc}, wall {time.time() - start:.1f} s, "
-    f"peak RSS {kib} KiB\n")
+    f"peak RSS {kib} KiB{lines}\n")
 '
 timed() { $PY -c "$TIMED" "$LOG" "$@"; }
 

@@ -39,11 +39,13 @@ class EnabledTest(absltest.TestCase):
       mesh = sharding.batch_mesh()
       device = device_checks.DeviceA.for_mesh(np.eye(4, 3, dtype=np.float32),
                                               mesh, 2)
-      # Its calls compile in the background; the first call waits for them.
+      # Its calls compile in the background; a call waits for its stage.
       self.assertIsNotNone(device._warming)
       np.testing.assert_array_equal(device.scores(np.ones((2, 3))),
                                     np.ones((2, 4)) * [[1, 1, 1, 0]])
-      self.assertIsNone(device._warming)
+      self.assertTrue(device._compiled["scores"].is_set())
+      self.assertTrue(device.fits(2, 6))
+      self.assertTrue(device._compiled["dual"].is_set())
       self.assertIsNone(device_checks.DeviceA.for_mesh(  # Not exact in f32.
           np.zeros((4, 3)), mesh, 2))
     with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
@@ -64,6 +66,24 @@ class EnabledTest(absltest.TestCase):
     self.assertIn("no F32_F32_F32 here", err.getvalue())
     x = np.ones(12)
     np.testing.assert_array_equal(facts.scores(x), a @ x.astype(np.float32))
+
+  def test_a_dual_stage_that_fails_its_warm_up_keeps_only_those_on_the_host(
+      self):
+    # The Gram's Cholesky failing to compile: the float32 and float64
+    # passes stay on the device, the INFEASIBLE checks' products go to the
+    # host (fits is False), with one stderr line.
+    a = matrices.random(300, 12, seed=1)
+    facts = lp_facts.MatrixFacts(a)
+    facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
+                                         4)
+    with mock.patch.object(device_checks, "_enclose",
+                           side_effect=RuntimeError("no cholesky here")), \
+        mock.patch("sys.stderr", new_callable=io.StringIO) as err:
+      facts.device.warm_up()
+      self.assertIsNotNone(facts.device)
+      self.assertFalse(facts.device.fits(2, 6))
+    self.assertIn("no cholesky here", err.getvalue())
+    self.assertIsNone(facts.device.error)
 
 
 class ScoresTest(absltest.TestCase):

@@ -46,6 +46,7 @@ overrides.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import jax
@@ -57,6 +58,7 @@ from bottleneck.lp import enclosure
 ROW_BUCKET = 512  # Rows of A gathered (S and K) are padded to a multiple,
 SUBSET_BUCKET = 64  # and S's alone (the projection's QR) to one of this.
 SCORE_SIZES = (1, 4, 16, 64)  # Points scored at once, padded to the next.
+STAGES = ("scores", "dual")  # `warm_up`: every check, then INFEASIBLE ones.
 ENV = "BOTTLENECK_DEVICE_CHECKS"
 
 
@@ -186,7 +188,9 @@ class DeviceA:
     self.m_pad = -(-m_max // SUBSET_BUCKET) * SUBSET_BUCKET
     self.rows = -(-2 * (self.d + 1) // ROW_BUCKET) * ROW_BUCKET
     self._warming = None
-    self.error = None  # Why a warm-up call failed, if one did.
+    self._compiled = {}  # Warm-up stage -> threading.Event (`warm_up`).
+    self.error = None  # Why a `scores`-stage warm-up call failed, if one did,
+    self.dual_error = None  # and why a `dual`-stage one did.
 
   @classmethod
   def for_mesh(cls, a, mesh, m_max: int) -> "DeviceA | None":
@@ -205,46 +209,63 @@ class DeviceA:
     """Runs every call once on blank inputs in a background thread, so
     their compiles (seconds on a GPU; 2.8 s on the 2-core CPU of
     benchmarks/RESULTS.md at 50257 x 768) overlap the ADMM's compile and
-    first chunks instead of the first checks. A call made before it is
-    done waits for it (it would compile the same). One that fails there
-    (a backend without a pinned float32 dot, say) sets `error`."""
+    first chunks instead of the first checks. They compile in STAGES, in
+    the order the checks first need them, and a call waits only for its
+    own stage (on the H100, waiting for all of them held the first checks
+    and added ~10 s to paper-size Figure 1's checks). A `scores`-stage
+    call that fails there (a backend without a pinned float32 dot, say)
+    sets `error`; a `dual`-stage one sets `dual_error` (`fits` is then
+    False: those checks stay on the host)."""
+    self._compiled = {stage: threading.Event() for stage in STAGES}
     self._warming = threading.Thread(target=self._blank_calls, daemon=True)
     self._warming.start()
 
   def _blank_calls(self) -> None:
     one, b = np.arange(1), np.eye(self.d + 1)[-1]
+    why = lambda e: f"{type(e).__name__}: {e}".splitlines()[0]
     try:
       with np.errstate(all="ignore"):
         for size in SCORE_SIZES:
           self.scores(np.zeros((size, self.d), np.float32))
         self.logits(np.zeros(self.d))
-        self.rmatvec(one, np.ones(1))
-        self.enclose_dual(one, one + 1, np.zeros(2), b)
-        self.project(one, one + 1, np.ones(1), None, 1)
     except Exception as e:  # pylint: disable=broad-except
-      self.error = f"{type(e).__name__}: {e}".splitlines()[0]
+      self.error = why(e)
+    self._compiled["scores"].set()
+    try:
+      with np.errstate(all="ignore"):
+        if self.error is None:
+          self.project(one, one + 1, np.ones(1), None, 1)
+          self.rmatvec(one, np.ones(1))
+          self.enclose_dual(one, one + 1, np.zeros(2), b)
+    except Exception as e:  # pylint: disable=broad-except
+      self.dual_error = why(e)
+      sys.stderr.write("device checks of INFEASIBLE claims off, on the host "
+                       f"instead: {self.dual_error}\n")
+    self._compiled["dual"].set()
 
   def ready(self) -> bool:
-    """Waits for `warm_up`; False if a call failed there (the checks then
-    stay on the host: MatrixFacts.device)."""
-    self._ready()
+    """Waits for `warm_up`'s `scores` stage; False if a call failed there
+    (the checks then stay on the host: MatrixFacts.device)."""
+    self._wait("scores")
     return self.error is None
 
-  def _ready(self) -> None:
-    warming = self._warming
-    if warming is not None and warming is not threading.current_thread():
-      warming.join()
-      self._warming = None
+  def _wait(self, stage: str) -> None:
+    compiled = self._compiled.get(stage)
+    if compiled is not None and threading.current_thread() is not (
+        self._warming):
+      compiled.wait()
 
   def fits(self, m: int, rows: int) -> bool:
     """Whether a call on m rows of S and `rows` gathered rows in all has
-    its compiled shape here (wider supports stay on the host)."""
-    return m <= self.m_pad and rows <= self.rows
+    its compiled shape here (wider supports stay on the host), once the
+    `dual` stage of `warm_up` has compiled (False if it failed)."""
+    self._wait("dual")
+    return self.dual_error is None and m <= self.m_pad and rows <= self.rows
 
   def scores(self, xs_BxD) -> np.ndarray:
     """fl32(A fl32(x)) for each row x of xs: [B, N] float32 (B padded to a
     power of four on the device: one compile per size)."""
-    self._ready()
+    self._wait("scores")
     xs = np.asarray(xs_BxD, np.float32)
     pad = next((size for size in SCORE_SIZES if size >= len(xs)), len(xs))
     xs_pad = np.zeros((pad, self.d), np.float32)
@@ -263,7 +284,7 @@ class DeviceA:
     the global certificate). The null-space basis comes from the
     device's complete QR of A_S^T (padded with zero columns: their
     reflectors are the identity); nothing here is trusted."""
-    self._ready()
+    self._wait("dual")
     m, k = len(subset), len(support)
     size = self.rows
     idx_s = np.zeros(self.m_pad, np.int32)
@@ -286,14 +307,14 @@ class DeviceA:
   def logits(self, x) -> np.ndarray:
     """A x in float64, every row: [N] (the checks bound its rounding by
     gamma_d |a_j| |x|, which holds for any summation order)."""
-    self._ready()
+    self._wait("scores")
     with jax.enable_x64(True):
       return np.array(jax.device_get(_logits(self.a, jax.device_put(
           np.asarray(x, np.float64), self.device))))  # Writable.
 
   def rmatvec(self, rows, weights) -> np.ndarray:
     """A_rows^T weights in float64 (not a bound: a starting point)."""
-    self._ready()
+    self._wait("dual")
     size = self.rows
     idx = np.zeros(size, np.int32)
     idx[:len(rows)] = rows
@@ -308,7 +329,7 @@ class DeviceA:
     (z~ refined, radius per entry, alpha, residual), or a string saying
     why the shifted-Cholesky bound failed (the caller then runs the host's
     enclosure, Rump's fallback included)."""
-    self._ready()
+    self._wait("dual")
     m, k = len(subset), len(support)
     p = m + k
     size = self.rows
