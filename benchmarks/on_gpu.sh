@@ -131,6 +131,18 @@ print([(i['internal_api'], i['num_threads']) for i in
       timed fig1_6000 $TOPM $FIG1 --trials=100 \
           --plot="$OUT/figure1_paper_scale_gpu.png" \
           > "$OUT/figure1_paper_scale_gpu.json" ;;
+    warm_up)  # The device checks' compiles, cold, serial vs concurrent.
+      for mode in --serial --parallel; do
+        $PY benchmarks/device_warm_up.py $mode | tee -a "$OUT/warm_up.jsonl"
+      done ;;
+    cold_warm)  # Paper-size Figure 1 as a new machine's first run (an
+      # empty compile cache), then again with the cache it wrote.
+      cache=$(mktemp -d)
+      for run in cold warm; do
+        JAX_COMPILATION_CACHE_DIR=$cache timed "fig1_6000_$run" $TOPM $FIG1 \
+            --trials=100 --plot="$OUT/figure1_paper_scale_gpu_$run.png" \
+            > "$OUT/figure1_paper_scale_gpu_$run.json"
+      done ;;
     checks_ab)  # Paper-size Figure 1 with the host checks' products on the
       # host, then on the GPU (lp.device_checks; the default beside one).
       for on in 0 1; do

@@ -45,9 +45,11 @@ overrides.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -188,7 +190,9 @@ class DeviceA:
     self.m_pad = -(-m_max // SUBSET_BUCKET) * SUBSET_BUCKET
     self.rows = -(-2 * (self.d + 1) // ROW_BUCKET) * ROW_BUCKET
     self._warming = None
-    self._compiled = {}  # Warm-up stage -> threading.Event (`warm_up`).
+    self._compiled = {}  # Warm-up stage -> threading.Event (`warm_up`),
+    self._warmers = set()  # set once its calls have run; their threads.
+    self.warm_up_seconds = {}  # Per call (`warm_up`).
     self.error = None  # Why a `scores`-stage warm-up call failed, if one did,
     self.dual_error = None  # and why a `dual`-stage one did.
 
@@ -205,43 +209,66 @@ class DeviceA:
     out.warm_up()
     return out
 
-  def warm_up(self) -> None:
-    """Runs every call once on blank inputs in a background thread, so
+  def warm_up(self, parallel: bool = True) -> None:
+    """Runs every call once on blank inputs in background threads, so
     their compiles (seconds on a GPU; 2.8 s on the 2-core CPU of
     benchmarks/RESULTS.md at 50257 x 768) overlap the ADMM's compile and
-    first chunks instead of the first checks. They compile in STAGES, in
-    the order the checks first need them, and a call waits only for its
-    own stage (on the H100, waiting for all of them held the first checks
-    and added ~10 s to paper-size Figure 1's checks). A `scores`-stage
-    call that fails there (a backend without a pinned float32 dot, say)
-    sets `error`; a `dual`-stage one sets `dual_error` (`fits` is then
-    False: those checks stay on the host)."""
+    first chunks instead of the first checks. A call waits only for its
+    own stage (STAGES: the order the checks first need them; on the H100,
+    waiting for all of them held the first checks of paper-size Figure 1
+    for ~10 s), and the calls compile concurrently (`parallel`; XLA's
+    compiles release the GIL), their seconds in `warm_up_seconds`. A
+    `scores`-stage call that fails (a backend without a pinned float32
+    dot, say) sets `error`; a `dual`-stage one sets `dual_error` (`fits` is
+    then False: those checks stay on the host)."""
+    one, b = np.arange(1), np.eye(self.d + 1)[-1]
+    part = functools.partial
+    calls = {"scores": [part(self.scores, np.zeros((size, self.d),
+                                                   np.float32))
+                        for size in SCORE_SIZES] + [
+                            part(self.logits, np.zeros(self.d))],
+             "dual": [part(self.project, one, one + 1, np.ones(1), None, 1),
+                      part(self.rmatvec, one, np.ones(1)),
+                      part(self.enclose_dual, one, one + 1, np.zeros(2), b)]}
+    assert tuple(calls) == STAGES
     self._compiled = {stage: threading.Event() for stage in STAGES}
-    self._warming = threading.Thread(target=self._blank_calls, daemon=True)
+    self._warming = threading.Thread(target=self._blank_calls, args=(
+        calls, parallel), daemon=True)
     self._warming.start()
 
-  def _blank_calls(self) -> None:
-    one, b = np.arange(1), np.eye(self.d + 1)[-1]
-    why = lambda e: f"{type(e).__name__}: {e}".splitlines()[0]
-    try:
-      with np.errstate(all="ignore"):
-        for size in SCORE_SIZES:
-          self.scores(np.zeros((size, self.d), np.float32))
-        self.logits(np.zeros(self.d))
-    except Exception as e:  # pylint: disable=broad-except
-      self.error = why(e)
-    self._compiled["scores"].set()
-    try:
-      with np.errstate(all="ignore"):
-        if self.error is None:
-          self.project(one, one + 1, np.ones(1), None, 1)
-          self.rmatvec(one, np.ones(1))
-          self.enclose_dual(one, one + 1, np.zeros(2), b)
-    except Exception as e:  # pylint: disable=broad-except
-      self.dual_error = why(e)
-      sys.stderr.write("device checks of INFEASIBLE claims off, on the host "
-                       f"instead: {self.dual_error}\n")
-    self._compiled["dual"].set()
+  def _blank_calls(self, calls, parallel: bool) -> None:
+    self._warmers.add(threading.get_ident())
+    failed = {stage: [] for stage in calls}
+
+    def blank(stage, call):
+      self._warmers.add(threading.get_ident())
+      start = time.perf_counter()
+      try:
+        with np.errstate(all="ignore"):
+          call()
+      except Exception as e:  # pylint: disable=broad-except
+        failed[stage].append(f"{type(e).__name__}: {e}".splitlines()[0])
+      name = call.func.__name__ + (f"[{len(call.args[0])}]" if (
+          call.func.__name__ == "scores") else "")
+      self.warm_up_seconds[name] = time.perf_counter() - start
+
+    threads = {stage: [threading.Thread(target=blank, args=(stage, call),
+                                        daemon=True) for call in stage_calls]
+               for stage, stage_calls in calls.items()}
+    for thread in sum(threads.values(), []) if parallel else ():
+      thread.start()
+    for stage in STAGES:
+      for thread in threads[stage]:
+        if not parallel:
+          thread.start()
+        thread.join()
+      if failed[stage] and stage == "scores":
+        self.error = failed[stage][0]
+      elif failed[stage]:
+        self.dual_error = failed[stage][0]
+        sys.stderr.write("device checks of INFEASIBLE claims off, on the "
+                         f"host instead: {self.dual_error}\n")
+      self._compiled[stage].set()
 
   def ready(self) -> bool:
     """Waits for `warm_up`'s `scores` stage; False if a call failed there
@@ -251,8 +278,7 @@ class DeviceA:
 
   def _wait(self, stage: str) -> None:
     compiled = self._compiled.get(stage)
-    if compiled is not None and threading.current_thread() is not (
-        self._warming):
+    if compiled is not None and threading.get_ident() not in self._warmers:
       compiled.wait()
 
   def fits(self, m: int, rows: int) -> bool:
