@@ -7,10 +7,11 @@
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: first `[.whl] export OUT; bash
-# benchmarks/on_gpu.sh info checks_ab device_checks` (issue 22's one-minute
-# goal: two paper-size Figure 1 runs, about 95 s with the host's checks
-# and, unmeasured, less with the GPU's; then the INFEASIBLE check alone on
-# both, about 90 s), then, time allowing, Gemma 3's parts as below.
+# benchmarks/on_gpu.sh info warm_up cold_warm` (about 3 minutes: the
+# device checks' compiles, then paper-size Figure 1 from an empty compile
+# cache and again; issue 22's one-minute goal was met warm, 49-53 s, not
+# cold, 62-69 s, on 2026-11-26; `_scores` now compiles without
+# autotuning, unmeasured), then, time allowing, Gemma 3's parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every

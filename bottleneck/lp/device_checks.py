@@ -81,7 +81,12 @@ def enabled(platform: str) -> bool:
   return forced == "1" or platform == "gpu"
 
 
-@jax.jit
+# `_scores` compiles without autotuning its GEMM: cold on the H100 of
+# benchmarks/RESULTS.md, the autotuner took 1.3-5.5 s per padded size
+# (10.8 s for the four), more than the products cost in a whole run; the
+# rounding bound holds for whichever algorithm computes in float32 (pinned
+# below). (Not yet measured on a GPU with this option.)
+@functools.partial(jax.jit, compiler_options={"xla_gpu_autotune_level": 0})
 def _scores(a_NxD, x_BxD):
   return jax.lax.dot_general(
       x_BxD, a_NxD, (((1,), (1,)), ((), ())),
