@@ -58,11 +58,13 @@ class EnabledTest(absltest.TestCase):
     facts = lp_facts.MatrixFacts(a)
     facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
                                          4)
+    device = facts.device
     with mock.patch.object(device_checks, "_scores",
                            side_effect=RuntimeError("no F32_F32_F32 here")):
-      facts.device.warm_up()
+      device.warm_up()
       with mock.patch("sys.stderr", new_callable=io.StringIO) as err:
         self.assertIsNone(facts.device)
+        self.assertFalse(device.fits(2, 6))  # Waits for the dual stage.
     self.assertIn("no F32_F32_F32 here", err.getvalue())
     x = np.ones(12)
     np.testing.assert_array_equal(facts.scores(x), a @ x.astype(np.float32))

@@ -242,17 +242,18 @@ class DeviceA:
     self._warming.start()
 
   def _blank_calls(self, calls, parallel: bool) -> None:
-    self._warmers.add(threading.get_ident())
     failed = {stage: [] for stage in calls}
 
     def blank(stage, call):
-      self._warmers.add(threading.get_ident())
+      self._warmers.add(threading.get_ident())  # Its calls do not wait.
       start = time.perf_counter()
       try:
         with np.errstate(all="ignore"):
           call()
       except Exception as e:  # pylint: disable=broad-except
         failed[stage].append(f"{type(e).__name__}: {e}".splitlines()[0])
+      finally:  # An ident may be reused by a later thread.
+        self._warmers.discard(threading.get_ident())
       name = call.func.__name__ + (f"[{len(call.args[0])}]" if (
           call.func.__name__ == "scores") else "")
       self.warm_up_seconds[name] = time.perf_counter() - start
@@ -269,7 +270,7 @@ class DeviceA:
         thread.join()
       if failed[stage] and stage == "scores":
         self.error = failed[stage][0]
-      elif failed[stage]:
+      elif failed[stage] and self.error is None:
         self.dual_error = failed[stage][0]
         sys.stderr.write("device checks of INFEASIBLE claims off, on the "
                          f"host instead: {self.dual_error}\n")
@@ -291,7 +292,8 @@ class DeviceA:
     its compiled shape here (wider supports stay on the host), once the
     `dual` stage of `warm_up` has compiled (False if it failed)."""
     self._wait("dual")
-    return self.dual_error is None and m <= self.m_pad and rows <= self.rows
+    return (self.error is None and self.dual_error is None and
+            m <= self.m_pad and rows <= self.rows)
 
   def scores(self, xs_BxD) -> np.ndarray:
     """fl32(A fl32(x)) for each row x of xs: [B, N] float32 (B padded to a
