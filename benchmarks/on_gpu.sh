@@ -10,7 +10,7 @@
 # benchmarks/on_gpu.sh info warm_up cold_warm` (about 3 minutes: the
 # device checks' compiles, then paper-size Figure 1 from an empty compile
 # cache and again; issue 22's one-minute goal was met warm, 49-53 s, not
-# cold, 62-69 s, on 2026-11-26; `_scores` now compiles without
+# cold, 69 s, on 2026-11-26; `_scores` now compiles without
 # autotuning, unmeasured), then, time allowing, Gemma 3's parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
