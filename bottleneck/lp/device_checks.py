@@ -228,13 +228,16 @@ class DeviceA:
     then False: those checks stay on the host)."""
     one, b = np.arange(1), np.eye(self.d + 1)[-1]
     part = functools.partial
-    calls = {"scores": [part(self.scores, np.zeros((size, self.d),
-                                                   np.float32))
-                        for size in SCORE_SIZES] + [
-                            part(self.logits, np.zeros(self.d))],
-             "dual": [part(self.project, one, one + 1, np.ones(1), None, 1),
-                      part(self.rmatvec, one, np.ones(1)),
-                      part(self.enclose_dual, one, one + 1, np.zeros(2), b)]}
+    calls = {  # stage -> (name, blank call)
+        "scores": [(f"scores[{size}]", part(self.scores, np.zeros(
+            (size, self.d), np.float32))) for size in SCORE_SIZES] + [
+                ("logits", part(self.logits, np.zeros(self.d)))],
+        "dual": [
+            ("project", part(self.project, one, one + 1, np.ones(1), None,
+                             1)),
+            ("rmatvec", part(self.rmatvec, one, np.ones(1))),
+            ("enclose_dual", part(self.enclose_dual, one, one + 1,
+                                  np.zeros(2), b))]}
     assert tuple(calls) == STAGES
     self._compiled = {stage: threading.Event() for stage in STAGES}
     self._warming = threading.Thread(target=self._blank_calls, args=(
@@ -244,7 +247,7 @@ class DeviceA:
   def _blank_calls(self, calls, parallel: bool) -> None:
     failed = {stage: [] for stage in calls}
 
-    def blank(stage, call):
+    def blank(stage, name, call):
       self._warmers.add(threading.get_ident())  # Its calls do not wait.
       start = time.perf_counter()
       try:
@@ -254,12 +257,10 @@ class DeviceA:
         failed[stage].append(f"{type(e).__name__}: {e}".splitlines()[0])
       finally:  # An ident may be reused by a later thread.
         self._warmers.discard(threading.get_ident())
-      name = call.func.__name__ + (f"[{len(call.args[0])}]" if (
-          call.func.__name__ == "scores") else "")
       self.warm_up_seconds[name] = time.perf_counter() - start
 
-    threads = {stage: [threading.Thread(target=blank, args=(stage, call),
-                                        daemon=True) for call in stage_calls]
+    threads = {stage: [threading.Thread(target=blank, args=(stage, *named),
+                                        daemon=True) for named in stage_calls]
                for stage, stage_calls in calls.items()}
     for thread in sum(threads.values(), []) if parallel else ():
       thread.start()
