@@ -7,11 +7,14 @@
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: first `[.whl] export OUT; bash
-# benchmarks/on_gpu.sh info warm_up cold_warm` (about 3 minutes: the
-# device checks' compiles, then paper-size Figure 1 from an empty compile
-# cache and again; issue 22's one-minute goal was met warm, 49-53 s, not
-# cold, 69 s, on 2026-11-26; `_scores` now compiles without
-# autotuning, unmeasured), then, time allowing, Gemma 3's parts as below.
+# benchmarks/on_gpu.sh info warm_up cold_ab` (about 5 minutes: the device
+# checks' compiles, then paper-size Figure 1 from an empty compile cache
+# with the checks' compiles after ADMM's first chunk (the default now)
+# and beside it (BOTTLENECK_DEVICE_WARM_UP=eager, as through 2d1a251),
+# then again warm). Issue 22's one-minute goal was met warm, 49-53 s, not
+# cold, 69 s, on 2026-11-26; the checks now also compile without
+# autotuning: both unmeasured on a GPU. Then, time allowing, Gemma 3's
+# parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
@@ -144,6 +147,19 @@ print([(i['internal_api'], i['num_threads']) for i in
             --trials=100 --plot="$OUT/figure1_paper_scale_gpu_$run.png" \
             > "$OUT/figure1_paper_scale_gpu_$run.json"
       done ;;
+    cold_ab)  # Paper-size Figure 1 from empty compile caches, the device
+      # checks compiling after ADMM's first chunk (the default) and beside
+      # it (eager), XLA's compiles logged with their times; then warm.
+      first=$(mktemp -d)
+      for mode in first_chunk eager; do
+        cache=$first; [ "$mode" = eager ] && cache=$(mktemp -d)
+        JAX_COMPILATION_CACHE_DIR=$cache BOTTLENECK_DEVICE_WARM_UP=$mode \
+            JAX_LOG_COMPILES=1 timed "fig1_6000_cold_$mode" $TOPM $FIG1 \
+            --trials=100 > "$OUT/figure1_paper_scale_gpu_cold_$mode.json"
+      done
+      JAX_COMPILATION_CACHE_DIR=$first timed fig1_6000_warm $TOPM $FIG1 \
+          --trials=100 --plot="$OUT/figure1_paper_scale_gpu_warm.png" \
+          > "$OUT/figure1_paper_scale_gpu_warm.json" ;;
     checks_ab)  # Paper-size Figure 1 with the host checks' products on the
       # host, then on the GPU (lp.device_checks; the default beside one).
       for on in 0 1; do

@@ -132,8 +132,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
     # is decided by the host checks.
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  facts.device = (device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
-                  if len(instances) >= DEVICE_CHECKS_MIN else None)
+  facts.device = device = (
+      device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
+      if len(instances) >= DEVICE_CHECKS_MIN else None)
   shared, basis = admm.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
@@ -153,7 +154,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                     (host.solved if objective == "solve" else host.decide)
                     if first_check else None, first_check or 100,
                     verify=host.verify if objective == "decide" else None,
-                    feed=known if chained else None)
+                    feed=known if chained else None,
+                    started=None if device is None else device.warm_up)
   cost = records.CostModel(  # An open instance ends at the finish or cap.
       [it.subset.size for it in queue], batch,
       min(settings.max_iters, finish_after or settings.max_iters),

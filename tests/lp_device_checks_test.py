@@ -5,6 +5,7 @@ rational arithmetic."""
 import fractions
 import io
 import os
+import threading
 from unittest import mock
 
 from absl.testing import absltest
@@ -13,8 +14,8 @@ import numpy as np
 
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
-from bottleneck.lp import (certificates, device_checks, enclosure, exact,
-                           finish, polish)
+from bottleneck.lp import (certificates, device_checks, device_kernels,
+                           enclosure, exact, finish, polish)
 from bottleneck.lp import facts as lp_facts
 from tests import lp_finish_test
 from tests.lp_test import _exact_min_norm_step
@@ -37,15 +38,29 @@ class EnabledTest(absltest.TestCase):
       self.assertEqual([device_checks.enabled(p) for p in
                         ("cpu", "gpu", "tpu")], [True, True, False])
       mesh = sharding.batch_mesh()
-      device = device_checks.DeviceA.for_mesh(np.eye(4, 3, dtype=np.float32),
-                                              mesh, 2)
-      # Its calls compile in the background; a call waits for its stage.
-      self.assertIsNotNone(device._warming)
+      a = np.eye(4, 3, dtype=np.float32)
+      device = device_checks.DeviceA.for_mesh(a, mesh, 2)
+      # By default nothing compiles until the caller starts the warm-up
+      # (topm: after ADMM's first chunk); the checks stay on the host.
+      self.assertIsNone(device._warming)
+      self.assertFalse(device.available())
+      device.warm_up()
       np.testing.assert_array_equal(device.scores(np.ones((2, 3))),
                                     np.ones((2, 4)) * [[1, 1, 1, 0]])
       self.assertTrue(device._compiled["scores"].is_set())
-      self.assertTrue(device.fits(2, 6))
-      self.assertTrue(device._compiled["dual"].is_set())
+      device._warming.join()
+      self.assertTrue(device.available() and device.fits(2, 6))
+      with mock.patch.dict(os.environ, {device_checks.WARM_UP_ENV: "eager"}):
+        device = device_checks.DeviceA.for_mesh(a, mesh, 2)
+        # Compiling in the background from the start; a check waits for
+        # its stage.
+        self.assertIsNotNone(device._warming)
+        self.assertTrue(device.fits(2, 6))
+        self.assertTrue(device._compiled["dual"].is_set())
+      with mock.patch.dict(os.environ, {device_checks.WARM_UP_ENV: "later"}):
+        with self.assertRaisesRegex(ValueError, "BOTTLENECK_DEVICE_WARM_UP "
+                                    "must be first_chunk or eager"):
+          device_checks.DeviceA.for_mesh(a, mesh, 2)
       self.assertIsNone(device_checks.DeviceA.for_mesh(  # Not exact in f32.
           np.zeros((4, 3)), mesh, 2))
     with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
@@ -59,7 +74,7 @@ class EnabledTest(absltest.TestCase):
     facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
                                          4)
     device = facts.device
-    with mock.patch.object(device_checks, "_scores",
+    with mock.patch.object(device_kernels, "scores",
                            side_effect=RuntimeError("no F32_F32_F32 here")):
       device.warm_up()
       with mock.patch("sys.stderr", new_callable=io.StringIO) as err:
@@ -68,6 +83,35 @@ class EnabledTest(absltest.TestCase):
     self.assertIn("no F32_F32_F32 here", err.getvalue())
     x = np.ones(12)
     np.testing.assert_array_equal(facts.scores(x), a @ x.astype(np.float32))
+
+  def test_checks_stay_on_the_host_while_the_device_compiles(self):
+    # A DeviceA that does not wait (for_mesh's default): before its warm-up
+    # and while its stages compile, MatrixFacts.device is None (the host's
+    # checks, no wait); once a stage has compiled, the device serves it.
+    a = matrices.random(300, 12, seed=1)
+    facts = lp_facts.MatrixFacts(a)
+    device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0], 4,
+                                   waits=False)
+    facts.device = device
+    gate, real = threading.Event(), device_kernels.enclose
+    x = np.ones(12)
+    with mock.patch.object(device_kernels, "enclose", side_effect=lambda *a:
+                           gate.wait(30) and real(*a)), \
+        mock.patch.object(device_kernels, "scores",
+                          wraps=device_kernels.scores) as scores:
+      self.assertIsNone(facts.device)
+      device.warm_up()
+      device._compiled["scores"].wait()
+      self.assertIs(facts.device, device)  # Its stage has compiled,
+      self.assertFalse(device.fits(2, 6))  # the dual stage not yet.
+      before = scores.call_count
+      np.testing.assert_allclose(facts.scores(x), a @ np.float32(x),
+                                 rtol=1e-5, atol=1e-5)
+      self.assertEqual(scores.call_count, before + 1)
+      gate.set()
+      device._warming.join()
+    self.assertTrue(device.fits(2, 6))
+    self.assertIsNone(device.dual_error)
 
   def test_a_dual_stage_that_fails_its_warm_up_keeps_only_those_on_the_host(
       self):
@@ -78,7 +122,7 @@ class EnabledTest(absltest.TestCase):
     facts = lp_facts.MatrixFacts(a)
     facts.device = device_checks.DeviceA(facts.source, jax.devices("cpu")[0],
                                          4)
-    with mock.patch.object(device_checks, "_enclose",
+    with mock.patch.object(device_kernels, "enclose",
                            side_effect=RuntimeError("no cholesky here")), \
         mock.patch("sys.stderr", new_callable=io.StringIO) as err:
       facts.device.warm_up()
@@ -277,12 +321,21 @@ class EncloseDualTest(absltest.TestCase):
                                                               "probs"))
     with mock.patch.dict(os.environ, {device_checks.ENV: "0"}):
       host = topm.sweeps(a, **kwargs)
-    with mock.patch.dict(os.environ, {device_checks.ENV: "1"}), \
+    with mock.patch.dict(os.environ, {device_checks.ENV: "1",
+                                      device_checks.WARM_UP_ENV: "eager"}), \
         mock.patch.object(device_checks.DeviceA, "enclose_dual",
                           autospec=True,
                           side_effect=device_checks.DeviceA.enclose_dual
                           ) as spy:
       device = topm.sweeps(a, **kwargs)
+    # The default: the warm-up starts once the stream has dispatched its
+    # first chunk; until its stages compile, the checks run on the host.
+    with mock.patch.dict(os.environ, {device_checks.ENV: "1"}), \
+        mock.patch.object(device_checks.DeviceA, "warm_up", autospec=True,
+                          side_effect=device_checks.DeviceA.warm_up
+                          ) as warm_up:
+      after_first_chunk = topm.sweeps(a, **kwargs)
+    self.assertTrue(warm_up.called)
     self.assertGreater(spy.call_count, 0)
     # A solve of a few instances (records.solve_repeated's, one each) keeps
     # its checks on the host: the compiles would not pay back.
@@ -295,6 +348,7 @@ class EncloseDualTest(absltest.TestCase):
     verdicts = lambda out: [[x["verdict"] for x in r["trials_detail"]]
                             for p in sorted(out) for r in out[p]]
     self.assertEqual(verdicts(device), verdicts(host))
+    self.assertEqual(verdicts(after_first_chunk), verdicts(host))
     self.assertIn("infeasible", str(verdicts(host)))
     self.assertIn("feasible'", str(verdicts(host)))
 

@@ -513,6 +513,27 @@ class TransformTest(absltest.TestCase):
     self.assertTrue(any(idle))
     self.assertEqual(idle, sorted(idle))  # Idle stays idle.
 
+  def test_started_is_called_once_after_the_first_chunk_compiled(self):
+    # topm starts the device checks' compiles there, so that they do not
+    # compete with ADMM's (lp.device_checks.DeviceA.for_mesh).
+    a = _matrix(1500, 48, 3)
+    insts = _instances(a, (12,), 3, "logits", 5)
+    shared, _ = admm.prepare(a)
+    mesh = sharding.batch_mesh(jax.devices()[:1])
+    settings = admm.Settings(max_iters=300, check_every=7)  # Its own
+    fns = stream.compiled(settings, mesh, 2, 16, *a.shape)  # compiles.
+    seen, out = [], []
+
+    def started():
+      seen.append((len(out), fns.refill._cache_size(),
+                   fns.advance._cache_size()))
+
+    for finished in stream.run(shared, insts, settings, 2, 16, mesh,
+                               started=started):
+      out.append(finished)
+    self.assertEqual(seen, [(0, 1, 1)])
+    self.assertLen(out, len(insts))
+
   def test_tail_moves_to_a_smaller_batch_with_the_same_results(self):
     # Once the queue is empty, the last running slots move from 8 to 2
     # slots: each instance's iterates (and so its claim) are unchanged.

@@ -52,9 +52,9 @@ import threading
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+from bottleneck.lp import device_kernels as kernels
 from bottleneck.lp import enclosure
 
 ROW_BUCKET = 512  # Rows of A gathered (S and K) are padded to a multiple,
@@ -62,6 +62,7 @@ SUBSET_BUCKET = 64  # and S's alone (the projection's QR) to one of this.
 SCORE_SIZES = (1, 4, 16, 64)  # Points scored at once, padded to the next.
 STAGES = ("scores", "dual")  # `warm_up`: every check, then INFEASIBLE ones.
 ENV = "BOTTLENECK_DEVICE_CHECKS"
+WARM_UP_ENV = "BOTTLENECK_DEVICE_WARM_UP"  # first_chunk (default) | eager.
 
 
 def flush_bound(x, d: int) -> float:
@@ -81,111 +82,10 @@ def enabled(platform: str) -> bool:
   return forced == "1" or platform == "gpu"
 
 
-# `_scores` compiles without autotuning its GEMM: cold on the H100 of
-# benchmarks/RESULTS.md, the autotuner took 1.3-5.5 s per padded size
-# (10.8 s for the four), more than the products cost in a whole run; the
-# rounding bound holds for whichever algorithm computes in float32 (pinned
-# below). (Not yet measured on a GPU with this option.)
-@functools.partial(jax.jit, compiler_options={"xla_gpu_autotune_level": 0})
-def _scores(a_NxD, x_BxD):
-  return jax.lax.dot_general(
-      x_BxD, a_NxD, (((1,), (1,)), ((), ())),
-      precision=jax.lax.DotAlgorithmPreset.F32_F32_F32,
-      preferred_element_type=jnp.float32)
-
-
-@jax.jit
-def _logits(a_NxD, x_D):
-  """A x in float64 as one fused pass over the float32 A (each product and
-  the sum in float64, in whatever order: gamma_d as on the host)."""
-  return jnp.sum(a_NxD.astype(jnp.float64) * x_D[None, :], axis=1)
-
-
-@jax.jit
-def _rmatvec(a_NxD, rows_K, weights_K):
-  """A_K^T w in float64 (padded rows carry weight 0)."""
-  return a_NxD[rows_K].astype(jnp.float64).T @ weights_K
-
-
-@jax.jit
-def _enclose(a_NxD, rows_P, sign_P, last_P, z_P, b_n, probe_n):
-  """enclosure.enclose's and shifted_radius's float64 work for the global
-  dual certificate (M's transpose built from A's rows: rows_P with
-  sign_P in {1, -1, 0} and last column last_P)."""
-  m_t = jnp.concatenate([a_NxD[rows_P].astype(jnp.float64) *
-                         sign_P[:, None], last_P[:, None]], axis=1)
-  gram = m_t.T @ m_t
-  gram = jnp.tril(gram) + jnp.tril(gram, -1).T  # Its lower triangle, exact.
-  lower = jnp.tril(jax.lax.linalg.cholesky(gram, symmetrize_input=False))
-  solve = lambda rhs: jax.scipy.linalg.cho_solve((lower, True), rhs)
-  z = z_P
-  for _ in range(enclosure.REFINE_STEPS):  # As enclosure.enclose.
-    z = z + m_t @ solve(b_n - m_t.T @ z)
-  r = b_n - m_t.T @ z
-  abs_mz = jnp.abs(m_t).T @ jnp.abs(z)
-  v = probe_n
-  for _ in range(enclosure.INVERSE_ITERATIONS):  # As shifted_radius.
-    v = solve(v / jnp.linalg.norm(v))
-  estimate = 1.0 / jnp.linalg.norm(v)
-  column_sq = jnp.einsum("ij,ij->i", m_t, m_t)
-  eye = jnp.eye(gram.shape[0], dtype=bool)
-  outs = []
-  for fraction in enclosure.SHIFT_FRACTIONS:
-    shifted = jnp.where(eye, gram - fraction * estimate, gram)
-    r_f = jnp.tril(jax.lax.linalg.cholesky(shifted, symmetrize_input=False))
-    e = r_f @ r_f.T - shifted  # What the factor misses, measured.
-    outs.append((jnp.sum(r_f * r_f), jnp.sum(e * e),
-                 jnp.all(jnp.isfinite(r_f)), jnp.max(jnp.diagonal(shifted))))
-  return (z, r, abs_mz, estimate, column_sq, jnp.all(jnp.isfinite(lower)),
-          outs)
-
-
-@jax.jit
-def _project(a_NxD, subset_M, m, support_K, k, mu0_K, x_par_D, rounds):
-  """polish.project's active-set loop in float64 (module `project`)."""
-  d = a_NxD.shape[1]
-  a_s = a_NxD[subset_M].astype(jnp.float64) * (
-      jnp.arange(subset_M.size) < m)[:, None]
-  q = jnp.linalg.qr(a_s.T, mode="complete")[0]  # Zero columns: tau = 0.
-  real = jnp.arange(support_K.size) < k
-  rows = a_NxD[support_K].astype(jnp.float64) * real[:, None]
-  null = jnp.arange(d) >= m  # Q's last d - m columns: null(A_S).
-  b = jnp.concatenate([((rows @ q) * null[None, :]).T, real[None, :].astype(
-      jnp.float64)])  # [Z^T A_K^T; 1^T] with zero rows for range(A_S^T).
-  unused = jnp.diag(jnp.append(~null, False).astype(jnp.float64))
-  target = jnp.zeros(d + 1).at[d].set(1.0)
-  par = rows @ x_par_D
-  need = d - m + 1  # A dual vertex's active rows.
-
-  def body(st):
-    keep, it, _, mu_before, _, value = st
-    bk = b * keep[None, :]
-    lower = jnp.tril(jax.lax.linalg.cholesky(bk @ bk.T + unused,
-                                             symmetrize_input=False))
-    factored = jnp.all(jnp.isfinite(lower))
-    r = target - bk @ mu0_K
-    mu = mu0_K + bk.T @ jax.scipy.linalg.cho_solve((lower, True), r)
-    mu = jnp.where(factored, mu, mu_before)  # The kept rows no longer span
-    # null(A_S): the last round's positive part, collapsed.
-    value = jnp.where(it == 0, jnp.sum(jnp.where(keep, mu, 0.0) * par), value)
-    nonneg = jnp.all(jnp.where(keep, mu, 0.0) >= 0)
-    stop = nonneg | (jnp.sum(keep) <= need) | ~factored
-    keep = jnp.where(stop, keep, keep & (mu > 0))
-    return keep, it + 1, stop, mu, factored, value
-
-  keep, it, _, mu, factored, value = jax.lax.while_loop(
-      lambda st: ~st[2] & (st[1] < rounds), body,
-      (real, jnp.int32(0), jnp.bool_(False), mu0_K, jnp.bool_(True),
-       jnp.float64(jnp.nan)))
-  collapsed = ~factored | ~jnp.all(jnp.where(keep, mu, 0.0) >= 0)
-  return (jnp.where(keep, jnp.maximum(mu, 0.0), 0.0), (it > 1) | factored,
-          collapsed, value)
-
-
 class DeviceA:
   """A float32 A on one device, with the checks' products over it."""
 
-  def __init__(self, a_f32, device, m_max: int):
+  def __init__(self, a_f32, device, m_max: int, waits: bool = True):
     self.device = device
     self.a = jax.device_put(np.asarray(a_f32, np.float32), device)
     self.n, self.d = a_f32.shape
@@ -194,9 +94,13 @@ class DeviceA:
     # first support and the dual certificate's) to 2 (d + 1) rounded up.
     self.m_pad = -(-m_max // SUBSET_BUCKET) * SUBSET_BUCKET
     self.rows = -(-2 * (self.d + 1) // ROW_BUCKET) * ROW_BUCKET
+    # waits: a check waits for its stage's compiles (and, before
+    # `warm_up`, compiles what it calls); else it is not `available` until
+    # `warm_up` has compiled its stage, and runs on the host meanwhile.
+    self.waits = waits
     self._warming = None
-    self._compiled = {}  # Warm-up stage -> threading.Event (`warm_up`),
-    self._warmers = set()  # set once its calls have run; their threads.
+    self._compiled = {stage: threading.Event() for stage in STAGES}  # Set
+    self._warmers = set()  # once `warm_up` has run a stage; its threads.
     self.warm_up_seconds = {}  # Per call (`warm_up`).
     self.error = None  # Why a `scores`-stage warm-up call failed, if one did,
     self.dual_error = None  # and why a `dual`-stage one did.
@@ -204,28 +108,39 @@ class DeviceA:
   @classmethod
   def for_mesh(cls, a, mesh, m_max: int) -> "DeviceA | None":
     """A DeviceA on the mesh's first device where the checks go there
-    (module docstring), compiling its calls in the background (`warm_up`);
-    None otherwise, or for a float64 A (its rows are not exact in
-    float32)."""
+    (module docstring), None otherwise, or for a float64 A (its rows are
+    not exact in float32). By default (WARM_UP_ENV unset or `first_chunk`)
+    its calls compile once the caller starts `warm_up`, which topm does
+    after ADMM's first chunk is dispatched (lp.stream.run's `started`):
+    then ADMM's programs compile alone, and the checks due meanwhile run
+    on the host. WARM_UP_ENV=`eager`: they compile from here on, beside
+    ADMM's, and every check waits for its stage (as through 2d1a251)."""
     device = mesh.devices.flat[0]
     if not enabled(device.platform) or np.asarray(a).dtype != np.float32:
       return None
-    out = cls(a, device, m_max)
-    out.warm_up()
+    mode = os.environ.get(WARM_UP_ENV) or "first_chunk"
+    if mode not in ("first_chunk", "eager"):
+      raise ValueError(f"{WARM_UP_ENV} must be first_chunk or eager; got "
+                       f"{mode!r}.")
+    out = cls(a, device, m_max, waits=mode == "eager")
+    if out.waits:
+      out.warm_up()
     return out
 
   def warm_up(self, parallel: bool = True) -> None:
-    """Runs every call once on blank inputs in background threads, so
-    their compiles (seconds on a GPU; 2.8 s on the 2-core CPU of
-    benchmarks/RESULTS.md at 50257 x 768) overlap the ADMM's compile and
-    first chunks instead of the first checks. A call waits only for its
-    own stage (STAGES: the order the checks first need them; on the H100,
-    waiting for all of them held the first checks of paper-size Figure 1
-    for ~10 s), and the calls compile concurrently (`parallel`; XLA's
+    """Runs every call once on blank inputs in background threads (once:
+    a second call does nothing), so their compiles (seconds on a GPU;
+    2.8 s on the 2-core CPU of benchmarks/RESULTS.md at 50257 x 768) do
+    not hold the first checks. A stage is ready once its calls have run
+    (STAGES: the order the checks first need them; on the H100, waiting
+    for all of them held the first checks of paper-size Figure 1 for
+    ~10 s), and the calls compile concurrently (`parallel`; XLA's
     compiles release the GIL), their seconds in `warm_up_seconds`. A
     `scores`-stage call that fails (a backend without a pinned float32
     dot, say) sets `error`; a `dual`-stage one sets `dual_error` (`fits` is
     then False: those checks stay on the host)."""
+    if self._warming is not None:
+      return
     one, b = np.arange(1), np.eye(self.d + 1)[-1]
     part = functools.partial
     calls = {  # stage -> (name, blank call)
@@ -239,9 +154,11 @@ class DeviceA:
             ("enclose_dual", part(self.enclose_dual, one, one + 1,
                                   np.zeros(2), b))]}
     assert tuple(calls) == STAGES
-    self._compiled = {stage: threading.Event() for stage in STAGES}
+    # Not daemons: a process that exits while XLA compiles in a daemon
+    # thread aborts ("terminate called after throwing ..."), as a short run
+    # would that ends before the compiles do; the interpreter waits instead.
     self._warming = threading.Thread(target=self._blank_calls, args=(
-        calls, parallel), daemon=True)
+        calls, parallel))
     self._warming.start()
 
   def _blank_calls(self, calls, parallel: bool) -> None:
@@ -259,8 +176,8 @@ class DeviceA:
         self._warmers.discard(threading.get_ident())
       self.warm_up_seconds[name] = time.perf_counter() - start
 
-    threads = {stage: [threading.Thread(target=blank, args=(stage, *named),
-                                        daemon=True) for named in stage_calls]
+    threads = {stage: [threading.Thread(target=blank, args=(stage, *named))
+                       for named in stage_calls]
                for stage, stage_calls in calls.items()}
     for thread in sum(threads.values(), []) if parallel else ():
       thread.start()
@@ -277,24 +194,35 @@ class DeviceA:
                          f"host instead: {self.dual_error}\n")
       self._compiled[stage].set()
 
-  def ready(self) -> bool:
-    """Waits for `warm_up`'s `scores` stage; False if a call failed there
-    (the checks then stay on the host: MatrixFacts.device)."""
-    self._wait("scores")
-    return self.error is None
+  def available(self, stage: str = "scores") -> bool:
+    """Whether the calls of `stage` (STAGES) can run here now. Where the
+    checks wait (`waits`) this waits for the stage's compiles, if
+    `warm_up` started them; else it is False until `warm_up` has compiled
+    them. False for good where a call failed to compile (`error`,
+    `dual_error`; MatrixFacts.device then drops a device whose `scores`
+    failed, with one stderr line)."""
+    if self._warming is None:
+      if not self.waits:
+        return False
+    elif threading.get_ident() not in self._warmers:
+      if self.waits:
+        self._compiled[stage].wait()
+      elif not self._compiled[stage].is_set():
+        return False
+    return self.error is None and (stage == "scores" or
+                                   self.dual_error is None)
 
   def _wait(self, stage: str) -> None:
-    compiled = self._compiled.get(stage)
-    if compiled is not None and threading.get_ident() not in self._warmers:
-      compiled.wait()
+    """A direct call waits for its stage's warm-up compiles, if any."""
+    if (self._warming is not None and
+        threading.get_ident() not in self._warmers):
+      self._compiled[stage].wait()
 
   def fits(self, m: int, rows: int) -> bool:
     """Whether a call on m rows of S and `rows` gathered rows in all has
-    its compiled shape here (wider supports stay on the host), once the
-    `dual` stage of `warm_up` has compiled (False if it failed)."""
-    self._wait("dual")
-    return (self.error is None and self.dual_error is None and
-            m <= self.m_pad and rows <= self.rows)
+    its compiled shape here (wider supports stay on the host) and its
+    `dual` stage is `available`."""
+    return self.available("dual") and m <= self.m_pad and rows <= self.rows
 
   def scores(self, xs_BxD) -> np.ndarray:
     """fl32(A fl32(x)) for each row x of xs: [B, N] float32 (B padded to a
@@ -304,7 +232,7 @@ class DeviceA:
     pad = next((size for size in SCORE_SIZES if size >= len(xs)), len(xs))
     xs_pad = np.zeros((pad, self.d), np.float32)
     xs_pad[:len(xs)] = xs
-    out = _scores(self.a, jax.device_put(xs_pad, self.device))
+    out = kernels.scores(self.a, jax.device_put(xs_pad, self.device))
     return np.asarray(jax.device_get(out))[:len(xs)]
 
   def project(self, subset, support, mu0_k, x_par, rounds: int):
@@ -330,7 +258,7 @@ class DeviceA:
     par = np.zeros(self.d) if x_par is None else np.asarray(x_par,
                                                             np.float64)
     with jax.enable_x64(True):
-      mu, started, collapsed, value = jax.device_get(_project(
+      mu, started, collapsed, value = jax.device_get(kernels.project(
           self.a, *jax.device_put((idx_s, np.int32(m), idx_k, np.int32(k),
                                    mu0, par, np.int32(rounds)), self.device)))
     if not started:
@@ -343,7 +271,7 @@ class DeviceA:
     gamma_d |a_j| |x|, which holds for any summation order)."""
     self._wait("scores")
     with jax.enable_x64(True):
-      return np.array(jax.device_get(_logits(self.a, jax.device_put(
+      return np.array(jax.device_get(kernels.logits(self.a, jax.device_put(
           np.asarray(x, np.float64), self.device))))  # Writable.
 
   def rmatvec(self, rows, weights) -> np.ndarray:
@@ -355,7 +283,7 @@ class DeviceA:
     w = np.zeros(size)
     w[:len(rows)] = weights
     with jax.enable_x64(True):
-      return np.asarray(jax.device_get(_rmatvec(
+      return np.asarray(jax.device_get(kernels.rmatvec(
           self.a, *jax.device_put((idx, w), self.device))))
 
   def enclose_dual(self, subset, support, z, b):
@@ -377,7 +305,7 @@ class DeviceA:
     z_pad[:p] = z
     n = self.d + 1
     with jax.enable_x64(True):
-      out = jax.device_get(_enclose(self.a, *jax.device_put(
+      out = jax.device_get(kernels.enclose(self.a, *jax.device_put(
           (rows, sign, last, z_pad, np.asarray(b, np.float64),
            enclosure.probe(n)), self.device)))
     z_pad, r, abs_mz, estimate, column_sq, factored, shifts = out

@@ -51,13 +51,16 @@ class MatrixFacts:
   def device(self):
     """lp.device_checks.DeviceA: the float32 passes (`scores`, `prime`),
     the global dual certificate's Gram and polish.project's loop on a GPU;
-    None: the host. One whose warm-up failed is dropped here, with one
-    line on stderr, and the checks stay on the host."""
+    None: the host, also while the device's calls compile (DeviceA.
+    available). One whose warm-up failed is dropped here, with one line on
+    stderr, and the checks stay on the host."""
     device = self._device
-    if device is not None and not device.ready():
-      sys.stderr.write(f"device checks off, on the host instead: "
-                       f"{device.error}\n")
-      self._device = device = None
+    if device is not None and not device.available("scores"):
+      if device.error is not None:
+        sys.stderr.write(f"device checks off, on the host instead: "
+                         f"{device.error}\n")
+        self._device = None
+      return None
     return device
 
   @device.setter

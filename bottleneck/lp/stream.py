@@ -149,8 +149,8 @@ class Fifo:
 def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
         first_check: int = 100, shrink_age: int | None = None,
-        verify: Verify | None = None,
-        feed: Feed | None = None) -> Iterator[Finished]:
+        verify: Verify | None = None, feed: Feed | None = None,
+        started: Callable[[], None] | None = None) -> Iterator[Finished]:
   """Yields every instance once, as its slot finishes (any order).
 
   With `decide`, every slot still running at age first_check * 2^k is
@@ -170,7 +170,9 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   records. `feed` hands out the
   instances (default `Fifo`: in order); one it settles (lp.chains.Feed:
   from another member of its chain) is yielded at once with 0 iterations
-  and never takes a slot.
+  and never takes a slot. `started` is called once the first chunk is
+  dispatched, its programs compiled (topm starts the device checks'
+  compiles there: lp.device_checks.DeviceA.for_mesh).
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
@@ -219,6 +221,8 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
                          fns.state_sharding)  # Every slot refilled:
   state = advance(fns.refill(shared, blank, problem(), np.ones(batch, bool),
                              np.array(slots) >= 0), 0)  # = admm.init.
+  if started is not None:
+    started()
   while any(j >= 0 for j in slots):
     yield from settled
     settled.clear()
