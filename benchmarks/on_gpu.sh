@@ -7,14 +7,15 @@
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: first `[.whl] export OUT; bash
-# benchmarks/on_gpu.sh info warm_up cold_ab` (about 5 minutes: the device
-# checks' compiles, then paper-size Figure 1 from an empty compile cache
-# with the checks' compiles after ADMM's first chunk (the default now)
-# and beside it (BOTTLENECK_DEVICE_WARM_UP=eager, as through 2d1a251),
-# then again warm). Issue 22's one-minute goal was met warm, 49-53 s, not
-# cold, 69 s, on 2026-11-26; the checks now also compile without
-# autotuning: both unmeasured on a GPU. Then, time allowing, Gemma 3's
-# parts as below.
+# benchmarks/on_gpu.sh info warm_up cold_ab` (about 6 minutes: the device
+# checks' compiles alone, beside ADMM's and after them; then paper-size
+# Figure 1 from an empty compile cache with the checks' compiles after
+# ADMM's first chunk (the default now) and beside it
+# (BOTTLENECK_DEVICE_WARM_UP=eager, as through 2d1a251), then again warm).
+# Issue 22's one-minute goal was met warm, 49-53 s, not cold, 69 s, on
+# 2026-11-26; the new order and the checks compiled without autotuning
+# are both unmeasured on a GPU. Then, time allowing, Gemma 3's parts as
+# below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
@@ -135,8 +136,10 @@ print([(i['internal_api'], i['num_threads']) for i in
       timed fig1_6000 $TOPM $FIG1 --trials=100 \
           --plot="$OUT/figure1_paper_scale_gpu.png" \
           > "$OUT/figure1_paper_scale_gpu.json" ;;
-    warm_up)  # The device checks' compiles, cold, serial vs concurrent.
-      for mode in --serial --parallel; do
+    warm_up)  # The device checks' compiles, cold: serial; concurrent,
+      # beside ADMM's compile and after it (each in a fresh process).
+      for mode in --serial "--parallel --admm=beside" \
+          "--parallel --admm=before"; do
         $PY benchmarks/device_warm_up.py $mode | tee -a "$OUT/warm_up.jsonl"
       done ;;
     cold_warm)  # Paper-size Figure 1 as a new machine's first run (an
