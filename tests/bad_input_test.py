@@ -299,11 +299,16 @@ class BinaryTest(parameterized.TestCase):
     for name, (cmd, ready, message) in cmds.items():
       # A terminal's default SIGINT disposition: a parent that ignores
       # SIGINT (a test-runner worker may) would hand SIG_IGN down, and
-      # Python then installs no KeyboardInterrupt handler at all.
-      proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True,
-                              preexec_fn=lambda: signal.signal(
-                                  signal.SIGINT, signal.SIG_DFL))
+      # Python then installs no KeyboardInterrupt handler at all. Set here
+      # around the start, not in a preexec_fn (which runs the parent's
+      # fork hooks: JAX's warns of forking a multithreaded process).
+      before = signal.signal(signal.SIGINT, signal.SIG_DFL)
+      try:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+      finally:
+        signal.signal(signal.SIGINT, before)
       seen = []
       for line in proc.stdout:  # Interrupt once it is computing.
         seen.append(line)

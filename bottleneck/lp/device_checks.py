@@ -40,7 +40,9 @@ devices (numpy's BLAS on the host is as fast there, and XLA's iterations
 hold the cores), nor on a TPU (its float32 products are bf16 passes and
 its float64 is emulated: Higham's bounds would not hold).
 BOTTLENECK_DEVICE_CHECKS=1 (also on CPU devices: the tests) / =0 (never)
-overrides.
+overrides. The programs (lp.device_kernels) compile in the background
+once ADMM's first chunk is dispatched, the checks due before that on the
+host (`for_mesh`; BOTTLENECK_DEVICE_WARM_UP=eager: from the start).
 """
 
 from __future__ import annotations
