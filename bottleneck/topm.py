@@ -29,7 +29,7 @@ import threadpoolctl
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
 from bottleneck.lp import (admm, bracket, certificates, device_checks,
-                           finish, host_checks, records, stream)
+                           finish, host_checks, placement, records, stream)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -56,7 +56,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   as a global INFEASIBLE one, `polish.dual`; a ray) and stops as soon as
   one holds
   (`first_check=None`: only the solver's own in-loop nominations; 'auto':
-  `first_check_age`).
+  `lp.placement.first_check_age`).
   Instances enter the slots in a fixed pseudo-random order: a sweep listed
   by m would otherwise run its easy small-m instances first (an ETA that
   is far too short) and bunch the transition band's slow ones together.
@@ -128,13 +128,13 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   settings = dataclasses.replace(settings, objective=objective,
                                  working_set=working_set or 0)
   if first_check == "auto" or (objective == "solve" and first_check is None):
-    first_check = first_check_age(settings, *a.shape, m_pad)  # Solve mode
-    # is decided by the host checks.
+    # Solve mode is decided by the host checks.
+    first_check = placement.first_check_age(settings, *a.shape, m_pad)
   mesh = sharding.batch_mesh(devices)
   batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   facts.device = device = (
       device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
-      if len(instances) >= DEVICE_CHECKS_MIN else None)
+      if len(instances) >= placement.DEVICE_CHECKS_MIN else None)
   shared, basis = admm.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
@@ -146,7 +146,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   host = host_checks.HostChecks(
       facts, queue, basis, policy, delta, objective, tolerance, finish_after,
-      first_check, device_finish_after(mesh))
+      first_check, placement.device_finish_after(mesh))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
 
@@ -162,7 +162,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       known.expected_runs if chained else None)
   trimmed = time.perf_counter()
   # The host checks run as the stream pulls.
-  with threadpoolctl.threadpool_limits(host_blas_threads(mesh),
+  with threadpoolctl.threadpool_limits(placement.host_blas_threads(mesh),
                                       user_api="blas"):
     for done, out in enumerate(runs, start=1):
       inst = queue[out.index]
@@ -207,69 +207,6 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 # Gemma 3's 32 LPs (issue 22's 2 GB at 262144 x 640); one trim costs ~7 ms
 # at 50257 x 768, 3 % of the band's time if done after every instance.
 TRIM_EVERY_S = 2.0
-
-
-def first_check_age(settings: admm.Settings, n: int, d: int,
-                    m_pad: int) -> int:
-  """The age of an instance's first host check: 100, or 200 where a check
-  (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
-  working set). A failed check costs its time and an early success saves
-  iterations: on the 2-core CPU of benchmarks/RESULTS.md, 200 made 32
-  instances of 50257 x 768 (K = 1024) at m = 95, 105, 120 14-29 % faster,
-  100 kept the report's 8192 x 256 sweep (K = N - m, every row) 28 %
-  faster."""
-  k = admm.working_set_size(settings, n, d, m_pad)
-  return 200 if d * d > 64 * k else 100
-
-
-# BLAS threads of the host checks beside an accelerator. On the H100
-# machine of benchmarks/RESULTS.md (16 cores), 1200 LPs of paper-size
-# Figure 1: 141 s with OpenBLAS's default of 16 threads (an INFEASIBLE
-# check's median 1.07 s), 38.2 s with 1 (0.13 s), 24.5 s with 4 (0.10 s).
-ACCELERATOR_BLAS_THREADS = 4
-
-
-def host_blas_threads(mesh) -> int:
-  """BLAS threads for the float64 host checks (polish, certificates,
-  lp.finish), which run one at a time beside the devices' iterations.
-  CPU devices: one, XLA's iterations use the cores (on the 2-core CPU of
-  benchmarks/RESULTS.md two threads made the checks slower: lp.finish on
-  Gemma 3's head 1.9x, polish.dual 1.7x, a 240-LP sample of paper-size
-  Figure 1 89 -> 69 s with one). Accelerators: ACCELERATOR_BLAS_THREADS
-  (at most the host's cores)."""
-  if mesh.devices.flat[0].platform == "cpu":
-    return 1
-  cores = len(os.sched_getaffinity(0)) if hasattr(
-      os, "sched_getaffinity") else (os.cpu_count() or 1)
-  return min(ACCELERATOR_BLAS_THREADS, cores)
-
-
-# Instances a solve needs before its checks' products go to a GPU
-# (lp.device_checks): their compiles (one per call and matrix shape, in the
-# background) pay back over many checks, not over the one-instance solves of
-# records.solve_repeated (a reduced A each).
-DEVICE_CHECKS_MIN = 16
-
-
-# Seconds of exact finishes on the host in one solve, beside an
-# accelerator, after which they run on the device (lp.ipm). A device loop
-# compiles once per shape bucket (seconds each), which paper-size Figure 1's
-# few finishes (5, 3.4 s on the H200's host) would not pay back; Gemma 3's
-# band (71, 245 s there) would.
-DEVICE_FINISH_AFTER = 20.0
-
-
-def device_finish_after(mesh) -> float | None:
-  """When lp.finish's interior point moves to the device: after
-  DEVICE_FINISH_AFTER seconds of host finishes beside an accelerator,
-  never on CPU devices (numpy's, one BLAS thread beside XLA's iterations,
-  is as fast there: benchmarks/RESULTS.md). BOTTLENECK_DEVICE_FINISH=1
-  (at once) / =0 (never) overrides."""
-  forced = os.environ.get("BOTTLENECK_DEVICE_FINISH")
-  if forced in ("0", "1"):
-    return 0.0 if forced == "1" else None
-  return None if mesh.devices.flat[0].platform == "cpu" else (
-      DEVICE_FINISH_AFTER)
 
 
 def _quantile(values, p: float) -> float:

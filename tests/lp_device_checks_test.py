@@ -15,7 +15,7 @@ import numpy as np
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
 from bottleneck.lp import (certificates, device_checks, device_kernels,
-                           enclosure, exact, finish, polish)
+                           enclosure, exact, finish, placement, polish)
 from bottleneck.lp import facts as lp_facts
 from tests import lp_finish_test
 from tests.lp_test import _exact_min_norm_step
@@ -339,8 +339,8 @@ class EncloseDualTest(absltest.TestCase):
     self.assertGreater(spy.call_count, 0)
     # A solve of a few instances (records.solve_repeated's, one each) keeps
     # its checks on the host: the compiles would not pay back.
-    few = topm.make_instances(2000, 9, topm.DEVICE_CHECKS_MIN - 1, "logits",
-                              np.random.default_rng(0))
+    few = topm.make_instances(2000, 9, placement.DEVICE_CHECKS_MIN - 1,
+                              "logits", np.random.default_rng(0))
     with mock.patch.dict(os.environ, {device_checks.ENV: "1"}), \
         mock.patch.object(device_checks.DeviceA, "for_mesh") as made:
       topm.solve(a, few)

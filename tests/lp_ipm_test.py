@@ -8,8 +8,8 @@ from unittest import mock
 from absl.testing import absltest
 import numpy as np
 
-from bottleneck import sharding, topm
-from bottleneck.lp import certificates, finish, host_checks, ipm
+from bottleneck import sharding
+from bottleneck.lp import certificates, finish, host_checks, ipm, placement
 from bottleneck.lp import facts as lp_facts
 from tests.lp_finish_test import _band_instances, _unbounded_instance
 
@@ -100,13 +100,14 @@ class IpmTest(absltest.TestCase):
 
   def test_topm_moves_it_to_the_device_beside_an_accelerator(self):
     mesh = sharding.batch_mesh(None)
-    self.assertIsNone(topm.device_finish_after(mesh))  # CPU devices here.
+    self.assertIsNone(placement.device_finish_after(mesh))  # CPU devices here.
     gpu = types.SimpleNamespace(devices=np.array([types.SimpleNamespace(
         platform="gpu")]))
-    self.assertEqual(topm.device_finish_after(gpu), topm.DEVICE_FINISH_AFTER)
+    self.assertEqual(placement.device_finish_after(gpu),
+                     placement.DEVICE_FINISH_AFTER)
     for forced, after in (("1", 0.0), ("0", None)):
       with mock.patch.dict("os.environ", {"BOTTLENECK_DEVICE_FINISH": forced}):
-        self.assertEqual(topm.device_finish_after(gpu), after)
+        self.assertEqual(placement.device_finish_after(gpu), after)
 
   def test_host_finishes_hand_over_once_they_cost_enough(self):
     a = np.random.default_rng(0).standard_normal((1500, 32))

@@ -33,8 +33,9 @@ own ray took more rounds than were allowed. Bounded instances skip the
 last 2-4 rounds, which only move t_W in its sixth digit.
 
 Beside an accelerator the interior point moves there once the host's
-have cost topm.DEVICE_FINISH_AFTER seconds (`Settings.on_device`, lp.ipm:
-the same iterates as one jitted float64 loop). Nothing here is
+finishes have cost lp.placement.DEVICE_FINISH_AFTER seconds
+(`Settings.on_device`, lp.ipm: the same iterates as one jitted float64
+loop). Nothing here is
 trusted: the caller proves t* <= upper at the returned x
 (certificates.check_feasible / check_unbounded, every row) and t* >= lower
 with the returned multipliers (certificates.check_infeasible_global).
@@ -66,8 +67,8 @@ class Settings:
   on_device: bool = False  # The interior point on JAX's default device in
   # float64 (lp.ipm: the same iterates, one jitted loop) instead of numpy:
   # set beside an accelerator once the host's finishes have cost
-  # topm.DEVICE_FINISH_AFTER seconds (the host's normal equations held
-  # Gemma 3's figure on the H200 of benchmarks/RESULTS.md).
+  # lp.placement.DEVICE_FINISH_AFTER seconds (the host's normal equations
+  # held Gemma 3's figure on the H200 of benchmarks/RESULTS.md).
 
 
 def _interior(f, h, box, s: Settings, enough: float = -np.inf,
