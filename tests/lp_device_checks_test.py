@@ -95,8 +95,9 @@ class EnabledTest(absltest.TestCase):
     facts.device = device
     gate, real = threading.Event(), device_kernels.enclose
     x = np.ones(12)
-    with mock.patch.object(device_kernels, "enclose", side_effect=lambda *a:
-                           gate.wait(30) and real(*a)), \
+    with mock.patch.object(device_kernels, "enclose",
+                           side_effect=lambda *args: gate.wait(30) and real(
+                               *args)), \
         mock.patch.object(device_kernels, "scores",
                           wraps=device_kernels.scores) as scores:
       self.assertIsNone(facts.device)
