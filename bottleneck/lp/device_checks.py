@@ -203,14 +203,10 @@ class DeviceA:
     them. False for good where a call failed to compile (`error`,
     `dual_error`; MatrixFacts.device then drops a device whose `scores`
     failed, with one stderr line)."""
-    if self._warming is None:
-      if not self.waits:
-        return False
-    elif threading.get_ident() not in self._warmers:
-      if self.waits:
-        self._compiled[stage].wait()
-      elif not self._compiled[stage].is_set():
-        return False
+    if self.waits:
+      self._wait(stage)
+    elif not self._compiled[stage].is_set():  # Set by `warm_up` only.
+      return False
     return self.error is None and (stage == "scores" or
                                    self.dual_error is None)
 
