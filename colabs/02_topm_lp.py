@@ -46,7 +46,7 @@ MINILM_TRIALS = 2 if SMALL else 10
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bottleneck import bounds, topm
+from bottleneck import topm
 from bottleneck.io import matrices, plots
 from bottleneck.lp import certificates, polish
 from bottleneck.lp import exact as lp_exact

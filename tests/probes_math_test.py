@@ -1,6 +1,5 @@
 """Seed 002/003 and App. A/E statistics against direct float64 numpy."""
 
-import os
 import subprocess
 import sys
 

@@ -15,8 +15,6 @@ import io
 import os
 
 from absl.testing import absltest
-import gguf
-import numpy as np
 
 from tests import families_test
 from train.models import loaders

@@ -8,7 +8,7 @@ Restarting the same command resumes from the newest checkpoint in DIR.
 
 import json
 
-from absl import app, flags, logging
+from absl import flags, logging
 from ml_collections import config_flags
 
 from bottleneck.io import cli

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from ml_collections import config_dict

@@ -296,7 +296,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
   flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
   try:
-    t_last, steps_timed, t_total = None, 0, 0.0
+    t_last, last_done, steps_timed, t_total = None, start, 0, 0.0
     wrote_config = False
     for step in range(start, steps):
       xb, yb = tr.global_batch(*train_loader.batch(step))
