@@ -26,8 +26,9 @@ def _compile_admm(a, m_max: int) -> float:
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from bottleneck import sharding  # pylint: disable=g-import-not-at-top
-  from bottleneck.lp import admm, instances, stream  # pylint: disable=g-import-not-at-top
-  shared, _ = admm.prepare(a)
+  # pylint: disable=g-import-not-at-top
+  from bottleneck.lp import admm, instances, rotation, stream
+  shared, _ = rotation.prepare(a)
   settings = dataclasses.replace(admm.Settings(), working_set=0)
   mesh, batch, n, d = sharding.batch_mesh(), 32, *a.shape
   start = time.perf_counter()

@@ -34,8 +34,8 @@ def capture(a, trials: int, limit: int) -> list[dict]:
   """The INFEASIBLE claims a nested sweep's checks verify on `a` (m =
   5..150 step 5 below d, both problems), at most `limit` of them."""
   from bottleneck import topm  # pylint: disable=g-import-not-at-top
-  from bottleneck.lp import certificates  # pylint: disable=g-import-not-at-top
-  calls, verify = [], certificates.verify
+  from bottleneck.lp import verdicts  # pylint: disable=g-import-not-at-top
+  calls, verify = [], verdicts.verify
 
   def spy(matrix, subset, y, threshold, claim, x, mu, *args, **kwargs):
     if claim == "infeasible" and len(calls) < limit:
@@ -46,11 +46,11 @@ def capture(a, trials: int, limit: int) -> list[dict]:
     return verify(matrix, subset, y, threshold, claim, x, mu, *args,
                   **kwargs)
 
-  certificates.verify = spy
+  verdicts.verify = spy
   try:
     topm.sweeps(a, list(range(5, min(151, a.shape[1]), 5)), trials)
   finally:
-    certificates.verify = verify
+    verdicts.verify = verify
   return calls
 
 

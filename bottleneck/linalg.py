@@ -85,7 +85,7 @@ def host_rows(d: int) -> int:
   size for float64 work over a float32 A. Blocks under glibc's largest
   mmap threshold (32 MiB) are reused from the heap instead of mapped and
   faulted in again: A x over Gemma 3's 262144 x 640 head takes 0.06 s in
-  1638-row blocks and 0.23 s in 8192-row ones, and `admm.prepare` peaks
+  1638-row blocks and 0.23 s in 8192-row ones, and `lp.rotation.prepare` peaks
   0.15 GB lower."""
   return max(1, (8 << 20) // (8 * max(int(d), 1)))
 

@@ -28,8 +28,8 @@ import threadpoolctl
 
 from bottleneck import checks, prescribed, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, certificates, device_checks,
-                           finish, host_checks, placement, records, stream)
+from bottleneck.lp import (admm, bracket, device_checks, host_checks,
+                           placement, records, rotation, stream, verdicts)
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
@@ -41,7 +41,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           batch: int = 32, exact_fallback: bool = False, delta: float = 0.1,
           devices=None, progress: bool | str = False,
           m_pad: int | None = None,
-          policy: certificates.Policy = certificates.Policy(),
+          policy: verdicts.Policy = verdicts.Policy(),
           first_check: int | str | None = "auto", objective: str = "decide",
           tolerance: float = 1e-6, working_set: int | None = None,
           finish_after: int | None = 1600,
@@ -61,7 +61,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   by m would otherwise run its easy small-m instances first (an ETA that
   is far too short) and bunch the transition band's slow ones together.
   In decide mode, instances with a `chain` (nested subsets: `sweeps`)
-  enter through lp.chains.Feed instead: a few per chain run, probing for
+  enter through lp.chain_feed.Feed instead: a few per chain run, probing for
   its transition, and the others are settled from their certificates
   (`source` 'chain', 0 iterations; each checked in float64).
 
@@ -135,7 +135,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   facts.device = device = (
       device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
       if len(instances) >= placement.DEVICE_CHECKS_MIN else None)
-  shared, basis = admm.prepare(a)
+  shared, basis = rotation.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
       progress, str) else "LP instances") if progress else None
@@ -166,7 +166,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                                       user_api="blas"):
     for done, out in enumerate(runs, start=1):
       inst = queue[out.index]
-      x = None if out.x_rot is None else admm.to_original(basis, out.x_rot)
+      x = None if out.x_rot is None else rotation.to_original(basis, out.x_rot)
       if out.decided:
         details[order[out.index]] = dict(out.decided,
                                          iterations=out.iterations)
@@ -263,7 +263,7 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
            targets=None, subsets=None, nested: bool | None = None,
            **solve_kwargs) -> dict:
   """Figure 1: `sweep` for several problems, solved as one stream (one
-  `admm.prepare` of A, one compile, one progress line whose ETA covers all
+  `rotation.prepare` of A, one compile, one progress line whose ETA covers all
   of them).
 
   m_values: one list for every problem, or {problem: list} (then

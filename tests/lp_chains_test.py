@@ -9,8 +9,8 @@ import numpy as np
 
 from bottleneck import topm
 from bottleneck.io import matrices
-from bottleneck.lp import (certificates, chains, exact, host_checks,
-                           records, transitions)
+from bottleneck.lp import (certificates, chain_feed, chains, exact,
+                           host_checks, records, transitions, verdicts)
 from bottleneck.lp import instances as lp_instances
 from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import Instance
@@ -173,14 +173,14 @@ class RepairTest(absltest.TestCase):
 
   def _verdict(self, child, x):
     return records.verify(self.facts, self.queue[child], "feasible", x, None,
-                          certificates.Policy(), 0.1)[0]
+                          verdicts.Policy(), 0.1)[0]
 
   def test_a_failed_candidate_is_repaired_and_certified(self):
     failing = [c for c in range(self.top)
                if self._verdict(c, self._candidate(c)) != "feasible"]
     self.assertEqual(failing, [2, 3])  # m = 6 and 8.
     carry = host_checks.Carry(host_checks.HostChecks(
-        self.facts, self.queue, None, certificates.Policy(), 0.1, "decide",
+        self.facts, self.queue, None, verdicts.Policy(), 0.1, "decide",
         1e-6, None, 100))
     carry.feed.learn(self.top, "feasible", self.cert)
     carry.down(self.top, self.cert)
@@ -276,7 +276,7 @@ class CarryTest(absltest.TestCase):
                  draws=draws))]
     facts = lp_facts.MatrixFacts(a)
     carry = host_checks.Carry(host_checks.HostChecks(
-        facts, queue, None, certificates.Policy(), 0.1, "decide", 1e-6,
+        facts, queue, None, verdicts.Policy(), 0.1, "decide", 1e-6,
         None, 100))
     with mock.patch.object(lp_facts.MatrixFacts, "prime", autospec=True,
                            side_effect=lp_facts.MatrixFacts.prime) as prime:
@@ -314,7 +314,7 @@ class _Oracle:
 
   def __init__(self, instances, last_feasible):
     self.instances, self.last = instances, last_feasible
-    self.feed = chains.Feed(instances, self.settle)
+    self.feed = chain_feed.Feed(instances, self.settle)
 
   def side(self, index):
     inst = self.instances[index]
@@ -360,7 +360,7 @@ class FeedTest(absltest.TestCase):
 
   def test_a_started_chain_goes_before_a_fresh_one_and_force_fills(self):
     insts = _chain_instances(2, 7)
-    feed = chains.Feed(insts, lambda i: None)
+    feed = chain_feed.Feed(insts, lambda i: None)
     _, first = feed.next(False)
     self.assertEqual(insts[first].chain, 0)
     _, second = feed.next(False)  # Chain 0 is busy: chain 1 starts.
@@ -377,7 +377,7 @@ class FeedTest(absltest.TestCase):
   def test_instances_alone_run_first_and_all_run(self):
     insts = [Instance(np.arange(3), np.ones(3), 1.0)] * 3 + _chain_instances(
         1, 3)
-    feed = chains.Feed(insts, lambda i: None)
+    feed = chain_feed.Feed(insts, lambda i: None)
     handed = [feed.next(False)[1] for _ in range(4)]
     self.assertEqual(handed[:3], [0, 1, 2])
     # The 3 alone and the chain's middle ran; one more of its two others
@@ -387,7 +387,7 @@ class FeedTest(absltest.TestCase):
 
   def test_open_chains_teach_before_any_chain_finishes(self):
     insts = _chain_instances(12, 30)
-    feed = chains.Feed(insts, lambda i: None)
+    feed = chain_feed.Feed(insts, lambda i: None)
     at = {(inst.chain, inst.subset.size - 1): i
           for i, inst in enumerate(insts)}
     _, first = feed.next(False)
@@ -401,7 +401,7 @@ class FeedTest(absltest.TestCase):
 
   def test_a_familys_first_chains_spread_their_first_probes(self):
     insts = _chain_instances(3, 31)
-    feed = chains.Feed(insts, lambda i: None)
+    feed = chain_feed.Feed(insts, lambda i: None)
     first = [insts[feed.next(False)[1]].subset.size - 1 for _ in range(3)]
     self.assertEqual(first[0], 15)  # The median of 31 positions, then
     self.assertGreaterEqual(max(first) - min(first), 12)  # the quartiles.

@@ -9,7 +9,7 @@ from absl.testing import absltest
 import numpy as np
 
 from bottleneck import sharding
-from bottleneck.lp import certificates, finish, host_checks, ipm, placement
+from bottleneck.lp import finish, host_checks, ipm, placement, verdicts
 from bottleneck.lp import facts as lp_facts
 from tests.lp_finish_test import _band_instances, _unbounded_instance
 
@@ -113,7 +113,7 @@ class IpmTest(absltest.TestCase):
     a = np.random.default_rng(0).standard_normal((1500, 32))
     facts = lp_facts.MatrixFacts(a)
     insts, _ = _band_instances(a, 9, 3, 1)
-    host = host_checks.HostChecks(facts, insts, None, certificates.Policy(),
+    host = host_checks.HostChecks(facts, insts, None, verdicts.Policy(),
                                   0.1, "decide", 1e-6, 0, 100,
                                   device_finish_after=1e-9)
     seen, real = [], finish.solve

@@ -13,7 +13,7 @@ from scipy import optimize
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
 from bottleneck.lp import admm, certificates, enclosure, instances, polish
-from bottleneck.lp import stream
+from bottleneck.lp import rotation, stream
 from bottleneck.lp import exact as lp_exact
 
 
@@ -467,7 +467,7 @@ class TransformTest(absltest.TestCase):
   def test_vmap_batch_equals_one_by_one(self):
     a = _matrix(500, 24, 9)
     insts = _instances(a, (4, 7), 2, "logits", 5)
-    shared, _ = admm.prepare(a)
+    shared, _ = rotation.prepare(a)
     s = admm.Settings()
     batch = jax.jit(lambda p: admm.run(shared, p, s))(instances.pad(insts, 7, 4))
     for i, it in enumerate(insts):
@@ -490,7 +490,7 @@ class TransformTest(absltest.TestCase):
     # once the feed has nothing left to start: before that, never.
     a = _matrix(1500, 48, 3)
     insts = _instances(a, (12, 16), 5, "logits", 2)
-    shared, _ = admm.prepare(a)
+    shared, _ = rotation.prepare(a)
     mesh = sharding.batch_mesh(jax.devices()[:1])
     calls, emptied = [], []
 
@@ -518,7 +518,7 @@ class TransformTest(absltest.TestCase):
     # compete with ADMM's (lp.device_checks.DeviceA.for_mesh).
     a = _matrix(1500, 48, 3)
     insts = _instances(a, (12,), 3, "logits", 5)
-    shared, _ = admm.prepare(a)
+    shared, _ = rotation.prepare(a)
     mesh = sharding.batch_mesh(jax.devices()[:1])
     settings = admm.Settings(max_iters=300, check_every=7)  # Its own
     fns = stream.compiled(settings, mesh, 2, 16, *a.shape)  # compiles.
@@ -539,7 +539,7 @@ class TransformTest(absltest.TestCase):
     # slots: each instance's iterates (and so its claim) are unchanged.
     a = _matrix(1500, 48, 3)
     insts = _instances(a, (12, 16), 5, "logits", 2)
-    shared, _ = admm.prepare(a)
+    shared, _ = rotation.prepare(a)
     mesh = sharding.batch_mesh(jax.devices()[:1])
     sizes, original = [], stream.compiled
 
@@ -560,7 +560,7 @@ class TransformTest(absltest.TestCase):
 
   def test_no_lapack_custom_calls_in_the_solver(self):
     a = _matrix(200, 16, 1)
-    shared, _ = admm.prepare(a)
+    shared, _ = rotation.prepare(a)
     problem = instances.pad(_instances(a, (3,), 2, "logits", 0), 3, 2)
     hlo = jax.jit(lambda p: admm.run(shared, p, admm.Settings())).lower(
         problem).as_text()

@@ -1,5 +1,5 @@
 """The dual polish's collapse (polish.Projection) and the wider support the
-mid-run checks try after it (certificates.Policy.widen), against HiGHS."""
+mid-run checks try after it (verdicts.Policy.widen), against HiGHS."""
 
 import dataclasses
 from unittest import mock
@@ -8,7 +8,7 @@ from absl.testing import absltest
 import numpy as np
 
 from bottleneck import topm
-from bottleneck.lp import certificates, exact, polish, records
+from bottleneck.lp import certificates, exact, polish, records, verdicts
 from bottleneck.lp import facts as lp_facts
 from tests import lp_test
 
@@ -45,13 +45,13 @@ class WidenTest(absltest.TestCase):
     self.assertGreater(narrow.value, 1.01)  # Its estimate clears the bar,
     self.assertFalse(certificates.check_infeasible_global(  # its mu fails.
         facts, subset, y, narrow.mu, 1.0)["ok"])
-    first = certificates.Policy(support_factors=(2.0,))
-    verdict, _, evidence = certificates.verify(facts, subset, y, 1.0,
+    first = verdicts.Policy(support_factors=(2.0,))
+    verdict, _, evidence = verdicts.verify(facts, subset, y, 1.0,
                                                "infeasible", x, mu, first)
     self.assertEqual(verdict, "undecided")
     self.assertTrue(evidence["collapsed"])
-    wide = certificates.Policy(support_factors=(2.0, 16.0), widen="collapsed")
-    verdict, t_lower, evidence = certificates.verify(
+    wide = verdicts.Policy(support_factors=(2.0, 16.0), widen="collapsed")
+    verdict, t_lower, evidence = verdicts.verify(
         facts, subset, y, 1.0, "infeasible", x, mu, wide)
     self.assertEqual(verdict, "infeasible")
     self.assertEqual(evidence["kind"], "global")
@@ -63,7 +63,7 @@ class WidenTest(absltest.TestCase):
     # no radius statement, and no ray unless the matrix is one-sided; the
     # collapse, which decides the next check's support, is still reported.
     facts, subset, y, mu, x, _ = _rough_multipliers()
-    first = certificates.Policy(support_factors=(2.0,))
+    first = verdicts.Policy(support_factors=(2.0,))
     cases = ((False, False, 1, 1), (True, False, 0, 0), (True, True, 0, 1))
     for mid_run, one_sided, balls, rays in cases:
       with mock.patch.object(certificates, "check_infeasible",
@@ -73,7 +73,7 @@ class WidenTest(absltest.TestCase):
            mock.patch.object(lp_facts.MatrixFacts, "one_sided",
                              new_callable=mock.PropertyMock,
                              return_value=one_sided):
-        verdict, _, evidence = certificates.verify(
+        verdict, _, evidence = verdicts.verify(
             facts, subset, y, 1.0, "infeasible", x, mu,
             dataclasses.replace(first, mid_run=mid_run))
       self.assertEqual(verdict, "undecided")
@@ -114,16 +114,16 @@ class WidenTest(absltest.TestCase):
   def test_no_wider_support_where_the_estimate_is_below_the_threshold(self):
     facts, subset, y, mu, x, sol = _rough_multipliers()
     threshold = 2.0 * sol["t"]  # Feasible at this threshold: no proof.
-    wide = certificates.Policy(support_factors=(2.0, 16.0), widen="collapsed")
+    wide = verdicts.Policy(support_factors=(2.0, 16.0), widen="collapsed")
     with mock.patch.object(polish, "project", wraps=polish.project) as spy:
-      verdict, _, evidence = certificates.verify(
+      verdict, _, evidence = verdicts.verify(
           facts, subset, y, threshold, "infeasible", x, mu, wide)
     self.assertEqual(verdict, "undecided")
     self.assertFalse(evidence["collapsed"])
     self.assertEqual(spy.call_count, 1)  # 'always' would try both.
     with mock.patch.object(polish, "project", wraps=polish.project) as spy:
-      certificates.verify(facts, subset, y, threshold, "infeasible", x, mu,
-                          certificates.Policy(support_factors=(2.0, 16.0)))
+      verdicts.verify(facts, subset, y, threshold, "infeasible", x, mu,
+                          verdicts.Policy(support_factors=(2.0, 16.0)))
     self.assertEqual(spy.call_count, 2)
 
   def test_solve_widens_an_instance_only_after_its_collapse(self):
@@ -172,7 +172,7 @@ class WidenTest(absltest.TestCase):
 
   def test_bad_widen(self):
     with self.assertRaisesRegex(ValueError, "`widen` must be"):
-      certificates.Policy(widen="sometimes")
+      verdicts.Policy(widen="sometimes")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 
 from bottleneck.lp import (bracket, certificates, device_checks, enclosure,
-                           ipm, polish, stream)
+                           ipm, polish, stream, verdicts)
 from train.training import optim
 import tests.lp_device_checks_test as lp_device_checks_test
 import tests.lp_finish_test as lp_finish_test
@@ -161,7 +161,7 @@ class MutationTest(absltest.TestCase):
 
   def test_a_front_that_calls_everything_feasible_is_caught(self):
     everything_feasible = lambda *a, **k: ("feasible", 0.0, {"ok": True})
-    with _swapped(certificates, "verify", everything_feasible):
+    with _swapped(verdicts, "verify", everything_feasible):
       self.assertGreater(_failed(
           lp_test.AgreementTest,
           "test_borderline_thresholds_are_never_wrong"), 0)

@@ -42,13 +42,13 @@ INFEASIBLE dual point supported on W is a dual point of the full LP.
 
 One instance's iteration is `bottleneck.lp.admm_step` (vmapped here; on
 a CPU by groups of instances whose rows stay in cache, `_iterate`).
-API: `prepare` (once per matrix, host float64: the device-side `Shared`
-and the host-side `Basis`), `init`, `update` (the iterations up to the
+API: `lp.rotation.prepare` (once per matrix, host float64: the
+device-side `Shared` and the host-side `Basis`), `init`, `update` (the iterations up to the
 next check), `run_until` / `run` (jitted bounded `lax.while_loop`, checks
 every `check_every` iterations, adapts each instance's rho every
 `adapt_every`, refreshes the working sets every `scan_every`), `refill`
-(continuous batching) and `to_original` (a rotated iterate back to an
-embedding of A). The solver only nominates candidates; whether they prove
+(continuous batching) and `lp.rotation.to_original` (a rotated iterate
+back to an embedding of A). The solver only nominates candidates; whether they prove
 anything is `bottleneck.lp.certificates`' business.
 """
 
@@ -63,8 +63,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bottleneck import checks, linalg
+from bottleneck import checks
 from bottleneck.lp import admm_step
+from bottleneck.lp.rotation import Shared
 
 RUNNING, FEASIBLE, INFEASIBLE, MAX_ITER = 0, 1, 2, 3
 OBJECTIVES = ("decide", "solve")
@@ -83,7 +84,7 @@ class Settings:
   adapt_every: int = 50  # Per-instance rho adaptation (OSQP rule).
   # In-loop nomination of an infeasible candidate: the dual bound must clear
   # the threshold over R = check_radius_factor * |x_par| (what the float64
-  # certificate then requires is certificates.Policy's business).
+  # certificate then requires is verdicts.Policy's business).
   check_radius_factor: float = 10.0
   # Rows iterated explicitly per instance (0: `working_set_size` picks
   # ~1.25 d, or all rows where N - m <= 32 d and they take at most
@@ -121,60 +122,12 @@ class Settings:
     checks.open_interval("rho_eq_ratio", self.rho_eq_ratio, 1.0, np.inf)
 
 
-class Shared(NamedTuple):
-  """The matrix on device, prepared once and shared by every instance."""
-  a_rot: jax.Array  # [N, d] A' = (A / scale) V, columns orthogonal.
-  lam: jax.Array  # [d] eigenvalues of A'^T A'.
-  colsum: jax.Array  # [d] sum of the rows of A'.
-
-
-class Basis(NamedTuple):
-  """Host-side map from the solver's basis back to A's (x = V x' / scale)."""
-  v: np.ndarray  # [d, d] float64 eigenvectors of A^T A / scale^2.
-  scale: float  # Row-norm normalisation of A.
-
-
 class Problem(NamedTuple):
   """A batch of instances; m is padded to a common m_pad."""
   subset: jax.Array  # [B, m_pad] int32 token indices (padding: any index).
   mask: jax.Array  # [B, m_pad] bool, False on padding.
   y: jax.Array  # [B, m_pad] target logits on S (0 on padding).
   threshold: jax.Array  # [B] decide t* < threshold.
-
-
-def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
-  """Normalises and rotates A once (float64 eigendecomposition on host).
-
-  Memory: A is read in row blocks, converted to float64 a block at a time,
-  and its rotation written straight into the device array (donated
-  updates): besides A itself, one N x d array of `dtype` is allocated."""
-  a = np.asarray(a_nxd)
-  rows = linalg.host_rows(a.shape[1])  # Per float64 block.
-  gram = linalg.gram64(a, rows)
-  scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
-  lam, v = np.linalg.eigh(gram / scale**2)
-  colsum = np.zeros(a.shape[1])
-  # The rotation in the iterations' dtype, in which it is stored (at 262144
-  # x 640 prepare took 6.3 s with float64 products rounded to float32, 3.3
-  # with float32 ones); the colsum is the stored rows' own.
-  v_scaled = (v / scale).astype(dtype)
-  a_rot = jnp.zeros(a.shape, dtype)
-  for start in range(0, a.shape[0], rows):
-    rotated = np.asarray(a[start:start + rows], dtype) @ v_scaled
-    a_rot = _write_rows(a_rot, jnp.asarray(rotated), start)
-    colsum += rotated.sum(axis=0, dtype=np.float64)
-  return (Shared(a_rot, jnp.asarray(lam, dtype), jnp.asarray(colsum, dtype)),
-          Basis(v, scale))
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def _write_rows(buffer, rows, start):
-  return jax.lax.dynamic_update_slice(buffer, rows, (start, 0))
-
-
-def to_original(basis: Basis, x_rot_d) -> np.ndarray:
-  """A solver iterate (rotated, scaled basis) as a float64 embedding of A."""
-  return basis.v @ np.asarray(x_rot_d, np.float64) / basis.scale
 
 
 def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:

@@ -8,7 +8,7 @@ Pure functions of one instance's arrays: its constants (`instance`), the
 rho-dependent factors (`factors`, `adapted_factors`), the working set
 (`select_rows`), the iteration itself (`step`), the projection onto
 A_S x = y (`project`) and the in-loop dual bound (`dual_bound`).
-`shared` is admm.Shared (a_rot, lam, colsum); `s` is admm.Settings.
+`shared` is lp.rotation.Shared (a_rot, lam, colsum); `s` is admm.Settings.
 """
 
 from __future__ import annotations

@@ -24,22 +24,20 @@ INFEASIBLE certificate: multipliers mu >= 0 on the other tokens. For every
   bounds) and is accepted iff R_cert >= radius_factor * |x_par|.
   `polish.dual` first moves mu (least squares on its support) to make
   P_perp v tiny, which typically makes R_cert astronomically large.
+
+Which checks a solver's nomination gets, and in what order, before a
+verdict is reported: `bottleneck.lp.verdicts`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from bottleneck import linalg, prescribed
-from bottleneck.lp import chains, device_checks, polish
+from bottleneck import prescribed
+from bottleneck.lp import chains, device_checks
 from bottleneck.lp.enclosure import U as _U, enclose as _enclose
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
-from bottleneck.lp.facts import MatrixFacts
-
-def _facts(a) -> MatrixFacts:
-  return a if isinstance(a, MatrixFacts) else MatrixFacts(a)
+from bottleneck.lp.facts import MatrixFacts, as_facts
 
 
 def check_feasible(a, subset, y, x, threshold: float) -> dict:
@@ -48,7 +46,7 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
   `a` is the matrix or its MatrixFacts. Rounding bound per logit:
   gamma_d sum_k |a_k x_k| <= gamma_d |a| |x| (Cauchy-Schwarz).
   """
-  facts = _facts(a)
+  facts = as_facts(a)
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
   a_s = facts.rows(subset)
@@ -72,7 +70,7 @@ def check_feasible(a, subset, y, x, threshold: float) -> dict:
 def projected(a, subset, y, x) -> np.ndarray:
   """x moved onto A_S x = y (float64, minimum-norm correction): the point
   `check_feasible` checks (deterministic: its scores may be primed)."""
-  facts = _facts(a)
+  facts = as_facts(a)
   x = np.asarray(x, np.float64)
   return x + facts.rowspace(subset, np.asarray(y, np.float64) -
                             facts.rows(subset) @ x)[0]
@@ -123,7 +121,7 @@ def check_probabilities(a, subset, x, p, scale: float, delta: float,
   exp(2E) of the computed ones and the exact mass off S within exp(2E) of
   the computed mass; `ok` uses those bounds.
   """
-  facts = _facts(a)
+  facts = as_facts(a)
   x = np.asarray(x, np.float64)
   logits = scale * _logits_or_upper_bounds(facts, subset, x, scale)
   ratio_err, rest_mass = prescribed.softmax_on_subset(logits, subset, p)
@@ -172,7 +170,7 @@ def check_infeasible(a, subset, y, mu, threshold: float,
 
   `a` is the matrix or its MatrixFacts.
   """
-  facts = _facts(a)
+  facts = as_facts(a)
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
   mu = np.asarray(mu, np.float64)
@@ -226,11 +224,10 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
   float product bounded by gamma_n |.| |.|). Accepted iff the enclosure has
   mu* >= 0 and y^T lam* >= threshold.
   """
-  facts = _facts(a)
+  facts = as_facts(a)
   subset = np.asarray(subset)
   y = np.asarray(y, np.float64)
   mu = np.asarray(mu, np.float64)
-  d, m = facts.a.shape[1], subset.size
   fail = lambda reason: {"ok": False, "reason": reason, "t_lower": -np.inf}
   if np.any(mu < 0) or mu[subset].any() or mu.sum() <= 0:
     return fail("mu must be >= 0, zero on S, not all 0")
@@ -294,49 +291,12 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
           "residual": float(np.max(np.abs(r)))}
 
 
-@dataclasses.dataclass(frozen=True)
-class Policy:
-  """What a certificate must show before a verdict is reported."""
-  # INFEASIBLE: no embedding within radius_factor * |x_par| of the row-space
-  # point reaches the threshold.
-  radius_factor: float = 1e3
-  # Supports tried by `polish`, in units of d - m + 1 rows (widest last).
-  support_factors: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0)
-  # When a wider support is tried: 'always' (after any failed global
-  # check) or 'collapsed' (only when the polish's projection collapsed,
-  # polish.Projection: its support too narrow to hold a dual vertex, while
-  # the dual objective of its first signed correction is at least
-  # widen_margin (relative) above the threshold; a collapse below that is
-  # an instance whose multipliers are not there yet, or a feasible one).
-  # An undecided verdict's evidence says whether the last try collapsed
-  # so (`collapsed`): topm.solve's mid-run checks try the widest support
-  # for an instance at the check after its first such collapse
-  # (benchmarks/RESULTS.md).
-  widen: str = "always"
-  widen_margin: float = 0.01
-  # Prescribed probabilities: worst relative error of the ratios on S.
-  ratio_rtol: float = 1e-6
-  # A check of an instance that iterates on when it fails (topm.solve's
-  # mid-run checks and in-loop nominations): an undecided verdict's
-  # evidence is dropped there, so the radius statement (`check_infeasible`,
-  # a full pass over A) is skipped and a ray is looked for only on a
-  # one-sided matrix (MatrixFacts.one_sided). On the 2-core CPU of
-  # benchmarks/RESULTS.md a failed mid-run check at 50257 x 768 went from
-  # 0.176 to 0.157 s. The final check of an instance keeps both.
-  mid_run: bool = False
-
-  def __post_init__(self):
-    if self.widen not in ("always", "collapsed"):
-      raise ValueError("`widen` must be 'always' or 'collapsed'; got "
-                       f"{self.widen!r}.")
-
-
 def check_twin_rows(a, subset, y, threshold: float) -> dict | None:
   """INFEASIBLE by identical rows: if row j outside S equals row i in S bit
   for bit, then a_j . x = a_i . x = y_i for every x with A_S x = y, so
   t* >= y_i; with y_i >= threshold no embedding makes S the strict top m.
   (The LP dual point lam = e_i, mu = e_j, exact.) None if no such pair."""
-  facts = _facts(a)
+  facts = as_facts(a)
   subset = np.asarray(subset)
   twins = facts.twins
   groups = twins[subset]
@@ -367,7 +327,7 @@ def check_unbounded(a, subset, x) -> dict:
   every j outside S with rounding bounds (|a_j| |v| via Cauchy-Schwarz).
   Trained heads with every row in one open half-space have such rays.
   """
-  facts = _facts(a)
+  facts = as_facts(a)
   subset = np.asarray(subset)
   d = facts.a.shape[1]
   fail = lambda reason: {"ok": False, "kind": "ray", "reason": reason}
@@ -391,75 +351,3 @@ def check_unbounded(a, subset, x) -> dict:
   return {"ok": bool(worst < 0.0), "kind": "ray", "ray_max_other": worst,
           "alpha": alpha, "ray": v, "reason": None if worst < 0.0 else
           f"some row outside S has a_j . v >= {worst:.3g}"}
-
-
-def verify(a, subset, y, threshold: float, claim: str, x, mu,
-           policy: Policy = Policy(), p=None, scale: float | None = None,
-           delta: float = 0.1) -> tuple[str, float, dict]:
-  """(verdict, the bound on t* it proves, evidence) for a solver's candidate.
-
-  `a` is the matrix or (better, once per matrix) its MatrixFacts.
-  `claim` is what the solver nominated ('feasible' with the embedding x,
-  'infeasible' with the multipliers mu, anything else: nothing). The
-  verdict is 'feasible' / 'infeasible' only if the float64 check passes,
-  else 'undecided'. With `p` (prescribed probabilities, scale s of eq. 17)
-  a feasible x must also pass `check_probabilities`. Whatever the claim,
-  a row outside S identical to a row of S with y_i >= threshold decides
-  INFEASIBLE first (`check_twin_rows`).
-  """
-  twin = check_twin_rows(a, subset, y, threshold)
-  if twin is not None:
-    return "infeasible", twin["t_lower"], twin
-  if claim == "feasible":
-    cert = check_feasible(a, subset, y, x, threshold)
-    if cert["ok"] and p is not None:
-      probs = check_probabilities(a, subset, cert["x"], p, scale, delta,
-                                  policy.ratio_rtol)
-      cert["ok"] = probs["ok"]
-      cert.update(rest_mass=probs["rest_mass"],
-                  ratio_rel_error=probs["ratio_rel_error"])
-    cert["kind"] = "embedding"
-    if cert["ok"]:
-      if not _facts(a).one_sided:  # No ray to look for (`one_sided`).
-        return "feasible", cert["t_upper"], cert
-      ray = check_unbounded(a, subset, x)
-      if ray["ok"]:  # Stronger: t* = -inf, not just below the threshold.
-        cert.update(kind="embedding+ray", ray_max_other=ray["ray_max_other"])
-        return "feasible", -np.inf, cert
-      return "feasible", cert["t_upper"], cert
-    return _ray_or_undecided(a, subset, x, cert, policy.mid_run)
-  if claim == "infeasible":
-    ball = None
-    for support_factor in policy.support_factors:  # Wider supports if needed.
-      projection = polish.project(a, subset, mu, x, support_factor, y=y)
-      polished = projection.mu
-      cert = check_infeasible_global(a, subset, y, polished, threshold)
-      if cert["ok"]:
-        return "infeasible", cert["t_lower"], cert
-      if not policy.mid_run and (ball is None or not ball["ok"]):
-        ball = check_infeasible(a, subset, y, polished, threshold,
-                                policy.radius_factor)
-      collapsed = bool(projection.collapsed and projection.value >=
-                       threshold + policy.widen_margin * abs(threshold))
-      if policy.widen == "collapsed" and not collapsed:
-        break  # A wider support would not lift this dual bound.
-    # Only the ball statement holds: reported, but not a global verdict.
-    ball = dict(ball or {}, kind="ball", ok=False,
-                ball_ok=bool(ball and ball["ok"]),
-                global_reason=cert.get("reason"), collapsed=collapsed)
-    return _ray_or_undecided(a, subset, x, ball, policy.mid_run)
-  return _ray_or_undecided(a, subset, x, {"ok": False}, policy.mid_run)
-
-
-def _ray_or_undecided(a, subset, x, evidence, mid_run=False):
-  """An instance no check decided: FEASIBLE with t* = -inf if the iterate
-  x holds a ray (`check_unbounded`; mid-run only on a one-sided matrix),
-  else UNDECIDED with `evidence`."""
-  if mid_run and not _facts(a).one_sided:
-    return "undecided", float("nan"), evidence
-  if x is not None and np.all(np.isfinite(x)):
-    ray = check_unbounded(a, subset, x)
-    if ray["ok"]:
-      ray.pop("ray")
-      return "feasible", -np.inf, ray
-  return "undecided", float("nan"), evidence

@@ -7,7 +7,7 @@ of their time is products that an accelerator does in microseconds:
 
 - `scores`: fl32(A fl32(x)) for up to `MatrixFacts.score_slots` points at
   once, the float32 pass that ranks rows (certificates._rest_candidates,
-  _logits_or_upper_bounds, polish.project, chains.Carry). Its rounding
+  _logits_or_upper_bounds, polish.project, host_checks.Carry). Its rounding
   bound (certificates._score_bounds: gamma32_d |a_j| |x|, Higham Thm 3.1)
   holds for any order of summation, with or without FMA, so it holds on
   the device as on the host provided the device computes in float32: the

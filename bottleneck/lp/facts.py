@@ -219,6 +219,12 @@ class MatrixFacts:
     return self._twins
 
 
+def as_facts(a) -> MatrixFacts:
+  """`a` if it already is MatrixFacts, else MatrixFacts(a) (the checks take
+  either; callers that check many instances pass the facts, built once)."""
+  return a if isinstance(a, MatrixFacts) else MatrixFacts(a)
+
+
 def _q(reflectors, tau, columns: int) -> np.ndarray:
   """The first `columns` columns of the Q whose Householder reflectors are
   (reflectors, tau) (LAPACK orgqr)."""

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from bottleneck.lp import (admm, bracket, certificates, chains, finish,
-                           polish, records)
+from bottleneck.lp import (bracket, certificates, chain_feed, chains, finish,
+                           polish, records, rotation, verdicts)
 
 # In the stream's idle tail an instance open at this many first checks'
 # age gets its exact finish at once rather than at `finish_after`: one slow
@@ -39,7 +39,7 @@ IDLE_FINISH = 4
 class HostChecks:
   """Callbacks of lp.stream for one solve (see the module docstring)."""
 
-  def __init__(self, facts, queue, basis, policy: certificates.Policy,
+  def __init__(self, facts, queue, basis, policy: verdicts.Policy,
                delta: float, objective: str, tolerance: float,
                finish_after: int | None, first_check: int,
                device_finish_after: float | None = None):
@@ -51,7 +51,7 @@ class HostChecks:
     self.tolerance, self.finish_after = tolerance, finish_after
     self.first_check = first_check
     # Mid-run checks: the first support (a failed try costs little); after
-    # a collapse (certificates.Policy.widen) the widest too, which
+    # a collapse (verdicts.Policy.widen) the widest too, which
     # certifies Gemma 3's such instances at once where they collapsed
     # until 800-1600.
     self.early = dataclasses.replace(
@@ -103,7 +103,7 @@ class HostChecks:
     del t, idle
     start = time.perf_counter()
     facts, inst = self.facts, self.queue[index]
-    x = admm.to_original(self.basis, x_rot)
+    x = rotation.to_original(self.basis, x_rot)
     now = bracket.Held(*bracket.bracket(facts, inst.subset, inst.y, x, u))
     due = self.finish_due(index, age)
     exact = None
@@ -136,7 +136,7 @@ class HostChecks:
     finish_now = idle and age >= IDLE_FINISH * self.first_check
     if t < inst.threshold - band and not (due or finish_now):
       return None  # Heading below: the in-loop full pass will certify it.
-    x = admm.to_original(self.basis, x_rot)
+    x = rotation.to_original(self.basis, x_rot)
     if t <= inst.threshold + band:  # The band: the basis of the largest
       # logits at x, a primal vertex and its dual point from one LU.
       x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
@@ -177,7 +177,7 @@ class HostChecks:
     start = time.perf_counter()
     inst = self.queue[index]
     out = records.verify(self.facts, inst, claim,
-                         admm.to_original(self.basis, x_rot), mu,
+                         rotation.to_original(self.basis, x_rot), mu,
                          self.nominated, self.delta)
     return None if out[0] == "undecided" else records.detail(
         inst, *out, "admm", 0, start)
@@ -185,7 +185,7 @@ class HostChecks:
 
 class Carry:
   """Verdicts carried along nested chains (lp.chains), each checked in
-  float64: `settle` is chains.Feed's callback, `down` runs after a member
+  float64: `settle` is chain_feed.Feed's callback, `down` runs after a member
   is solved FEASIBLE."""
 
   def __init__(self, checks: HostChecks):
@@ -194,7 +194,7 @@ class Carry:
     # Members with a carried embedding still to check (`flush`): child ->
     # (embedding, the solved member's index, its certificate).
     self.pending = {}
-    self.feed = chains.Feed(checks.queue, self.settle)
+    self.feed = chain_feed.Feed(checks.queue, self.settle)
 
   def down(self, index: int, cert: dict) -> None:
     """A solved FEASIBLE member's embedding, carried to every member below

@@ -170,7 +170,7 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   With y, `value` is the dual objective of the first (signed) correction:
   its A_K^T mu lies in the row space of A_S, so y^T lam = mu^T A_K x_par
   for the row-space point x_par (A_S x_par = y). Not a bound (mu may be
-  negative), but where a wider support could reach (certificates.Policy).
+  negative), but where a wider support could reach (verdicts.Policy).
 
   `dtype`: the precision of B, its Gram and the corrections. float32 (the
   default) leaves B mu = e to ~1e-7 instead of ~1e-15; nothing here is

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from bottleneck.lp import bracket, certificates, chains, exact
+from bottleneck.lp import bracket, certificates, chains, exact, verdicts
 from bottleneck.lp.facts import head_norms
 from bottleneck.lp.instances import Instance
 
@@ -101,7 +101,7 @@ class CostModel:
   Chains (lp.chains): an instance finished with 0 iterations was settled
   from its chain, not run. `runs` = {key: how many instances of that key
   are expected to run in all}, or a callable returning it at each update
-  (lp.chains.Feed.expected_runs); the others are expected to be settled,
+  (lp.chain_feed.Feed.expected_runs); the others are expected to be settled,
   at the mean host seconds of the settled ones. A chain runs its members
   nearest its transition (the hard ones) last, so runs to come are priced
   at least at the mean of the last `RECENT` runs: with per-m means alone
@@ -300,7 +300,7 @@ def detail(inst: Instance, verdict, bound, cert, source, iterations,
 
 
 def verify(facts, inst: Instance, claim, x, mu, policy, delta):
-  """certificates.verify on one instance (mu may be a raw dual iterate:
+  """verdicts.verify on one instance (mu may be a raw dual iterate:
   verify clips it to >= 0 and zeroes it on S)."""
-  return certificates.verify(facts, inst.subset, inst.y, inst.threshold,
+  return verdicts.verify(facts, inst.subset, inst.y, inst.threshold,
                              claim, x, mu, policy, inst.p, inst.scale, delta)

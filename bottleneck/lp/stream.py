@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import sharding
-from bottleneck.lp import admm, instances as instances_lib
+from bottleneck.lp import admm, instances as instances_lib, rotation
 
 
 class Compiled(NamedTuple):
@@ -76,8 +76,9 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
                                f32((batch, m_pad), bool),
                                f32((batch, m_pad), jnp.float32),
                                f32((batch,), jnp.float32))
-  shared_shape = admm.Shared(f32((n, d), jnp.float32), f32((d,), jnp.float32),
-                             f32((d,), jnp.float32))
+  shared_shape = rotation.Shared(f32((n, d), jnp.float32),
+                                 f32((d,), jnp.float32),
+                                 f32((d,), jnp.float32))
   state_shape = jax.eval_shape(init, shared_shape, problem_shape,
                                f32((batch,), bool))
   by_rank = lambda x: (sharding.batch_sharded(mesh, x.ndim) if x.ndim
@@ -146,7 +147,7 @@ class Fifo:
     return bool(self.pending)
 
 
-def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
+def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
         first_check: int = 100, shrink_age: int | None = None,
         verify: Verify | None = None, feed: Feed | None = None,
@@ -168,7 +169,7 @@ def run(shared: admm.Shared, instances, settings: admm.Settings, batch: int,
   13.4 s compiled); after: 18.2 s (10.7 s) without. Paper-size Figure 1
   at 20 subsets per m, 1200 LPs: 85.1 s without, 90.7 s with, the same
   records. `feed` hands out the
-  instances (default `Fifo`: in order); one it settles (lp.chains.Feed:
+  instances (default `Fifo`: in order); one it settles (lp.chain_feed.Feed:
   from another member of its chain) is yielded at once with 0 iterations
   and never takes a slot. `started` is called once the first chunk is
   dispatched, its programs compiled (topm starts the device checks'

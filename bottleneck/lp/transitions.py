@@ -15,7 +15,7 @@ a discretized logistic with a flat prior over a grid of (mu, s); each
 bracket is interval-censored evidence, L = P(q >= lo) - P(q >= hi), and the
 posterior predictive of q is what `predictive` returns. A logistic is the
 shape of the random matrices' curves (paper-size Figure 1: q spans 6
-positions of 30); chains.Feed adds it to the finished chains' own histogram
+positions of 30); chain_feed.Feed adds it to the finished chains' own histogram
 and a uniform pseudo-count, so a family it does not fit (a trained head's
 outlying chains) still falls back to bisection.
 """
@@ -62,7 +62,7 @@ def predictive(lo, hi, n: int) -> np.ndarray:
 def van_der_corput(k: int) -> float:
   """The k-th point (k >= 0) of the base-2 van der Corput sequence, from
   1/2: 1/2, 1/4, 3/4, 1/8, ... Quantiles that spread a family's first
-  probes over its curve (chains.Feed): one probe per chain, at a different
+  probes over its curve (chain_feed.Feed): one probe per chain, at a different
   quantile each, tells the model more than all of them at the median."""
   value, denominator, k = 0.0, 1.0, k + 1
   while k:
