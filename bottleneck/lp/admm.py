@@ -43,13 +43,14 @@ INFEASIBLE dual point supported on W is a dual point of the full LP.
 One instance's iteration is `bottleneck.lp.admm_step` (vmapped here; on
 a CPU by groups of instances whose rows stay in cache, `_iterate`).
 API: `lp.rotation.prepare` (once per matrix, host float64: the
-device-side `Shared` and the host-side `Basis`), `init`, `update` (the iterations up to the
-next check), `run_until` / `run` (jitted bounded `lax.while_loop`, checks
-every `check_every` iterations, adapts each instance's rho every
-`adapt_every`, refreshes the working sets every `scan_every`), `refill`
-(continuous batching) and `lp.rotation.to_original` (a rotated iterate
-back to an embedding of A). The solver only nominates candidates; whether they prove
-anything is `bottleneck.lp.certificates`' business.
+device-side `Shared` and the host-side `Basis`), `init`, `update` (the
+iterations up to the next check), `run_until` / `run` (jitted bounded
+`lax.while_loop`, checks every `check_every` iterations, adapts each
+instance's rho every `adapt_every`, refreshes the working sets every
+`scan_every`), `refill` (continuous batching) and `lp.rotation.to_original`
+(a rotated iterate back to an embedding of A). The solver only nominates
+candidates; whether they prove anything is `bottleneck.lp.verdicts`' and
+`bottleneck.lp.certificates`' business.
 """
 
 from __future__ import annotations
