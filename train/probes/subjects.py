@@ -118,7 +118,7 @@ def other_source(subject: Subject) -> str:
 
 
 def data_config(spec: str, subject: Subject):
-  """`--data`: synthetic_stories | shakespeare | python_docs |
+  """`--data`: synthetic_stories | shakespeare[:GLOBS] | python_docs |
   tinystories:PATH | text:GLOB ('' = the run's own training source; the
   packaged Shakespeare for real LLMs), read with the subject's tokenizer."""
   base = (subject.config.data.to_dict() if subject.config is not None

@@ -58,7 +58,8 @@ def probe_subject(config, outdir: str):
   from train.probes import subjects  # pylint: disable=g-import-not-at-top
   from train.training import experiments  # pylint: disable=g-import-not-at-top
   return subjects.load_subject(
-      workdir=experiments.probe_model_run(config.probes.steps, outdir))
+      workdir=experiments.probe_model_run(config.probes.steps, outdir,
+                                          config.probes.plays))
 
 
 def text_pass(subject, spec: str, windows: int, seed: int,

