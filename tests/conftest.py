@@ -45,10 +45,17 @@ def _rank(item, names):
 def pytest_collection_modifyitems(items):
   if len(items) < 2 * (len(FIRST_HALF) + len(SECOND_HALF)):
     return  # A few selected tests: the order does not matter.
-  first = sorted((i for i in items if _rank(i, FIRST_HALF) is not None),
-                 key=lambda i: _rank(i, FIRST_HALF))
-  second = sorted((i for i in items if _rank(i, SECOND_HALF) is not None),
-                  key=lambda i: _rank(i, SECOND_HALF))
-  rest = [i for i in items if i not in first and i not in second]
+  halves = ([], [])
+  rest = []
+  for item in items:
+    for half, names in zip(halves, (FIRST_HALF, SECOND_HALF)):
+      rank = _rank(item, names)
+      if rank is not None:
+        half.append((rank, item))
+        break
+    else:
+      rest.append(item)
+  first, second = ([item for _, item in sorted(h, key=lambda p: p[0])]
+                   for h in halves)
   cut = max(0, len(items) // 2 - len(first))
   items[:] = first + rest[:cut] + second + rest[cut:]
