@@ -6,16 +6,13 @@
 #   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
-# The next session with a GPU: first `[.whl] export OUT; bash
-# benchmarks/on_gpu.sh info warm_up cold_ab` (about 6 minutes: the device
-# checks' compiles alone, beside ADMM's and after them; then paper-size
-# Figure 1 from an empty compile cache with the checks' compiles after
-# ADMM's first chunk (the default now) and beside it
-# (BOTTLENECK_DEVICE_WARM_UP=eager, as through 2d1a251), then again warm).
-# Issue 22's one-minute goal was met warm, 49-53 s, not cold, 69 s, on
-# 2026-11-26; the new order and the checks compiled without autotuning
-# are both unmeasured on a GPU. Then, time allowing, Gemma 3's parts as
-# below.
+# The next session with a GPU: paper-size Figure 1 from a fresh machine
+# took 56.2 s on 2026-11-27 (`info cold_warm`; stream.precompile), in one
+# run: `[.whl] export OUT; bash benchmarks/on_gpu.sh info cold_warm
+# phases` again on a fresh machine gives its spread (about 2.5 minutes).
+# `phases` times the steps before the LP stream (benchmarks/
+# startup_phases.py); `cold_at0` runs the cold figure with every program
+# untuned. Then, time allowing, Gemma 3's parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
@@ -146,7 +143,8 @@ print([(i['internal_api'], i['num_threads']) for i in
       # empty compile cache), then again with the cache it wrote.
       cache=$(mktemp -d)
       for run in cold warm; do
-        JAX_COMPILATION_CACHE_DIR=$cache timed "fig1_6000_$run" $TOPM $FIG1 \
+        JAX_COMPILATION_CACHE_DIR=$cache JAX_LOG_COMPILES=1 \
+            timed "fig1_6000_$run" $TOPM $FIG1 \
             --trials=100 --plot="$OUT/figure1_paper_scale_gpu_$run.png" \
             > "$OUT/figure1_paper_scale_gpu_$run.json"
       done ;;
@@ -163,6 +161,15 @@ print([(i['internal_api'], i['num_threads']) for i in
       JAX_COMPILATION_CACHE_DIR=$first timed fig1_6000_warm $TOPM $FIG1 \
           --trials=100 --plot="$OUT/figure1_paper_scale_gpu_warm.png" \
           > "$OUT/figure1_paper_scale_gpu_warm.json" ;;
+    cold_at0)  # cold_ab's first run with every program compiled without
+      # XLA's GPU autotuner (ADMM's too), from an empty compile cache.
+      XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" \
+          JAX_COMPILATION_CACHE_DIR=$(mktemp -d) JAX_LOG_COMPILES=1 \
+          timed fig1_6000_autotune0_cold $TOPM $FIG1 --trials=100 \
+          > "$OUT/figure1_paper_scale_gpu_autotune0_cold.json" ;;
+    phases)  # The seconds before the LP stream starts, step by step.
+      timed phases $PY benchmarks/startup_phases.py \
+          > "$OUT/startup_phases.json" ;;
     checks_ab)  # Paper-size Figure 1 with the host checks' products on the
       # host, then on the GPU (lp.device_checks; the default beside one).
       for on in 0 1; do

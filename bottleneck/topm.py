@@ -95,12 +95,23 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
   scale = records.power_of_two_factor(a)  # x in A's units: scale * x.
   a = records.power_of_two_scaled(a, factor=scale)
-  facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   d = a.shape[1]
   m_pad = max([it.subset.size for it in instances] + [m_pad or 0])
   if m_pad >= d:
     raise ValueError(f"`m` must be < d = {d} (A_S needs full row rank); got "
                      f"{m_pad}.")
+  if working_set is not None and not (
+      m_pad <= working_set <= a.shape[0] - m_pad):
+    raise ValueError(f"`working_set` must be in [m = {m_pad}, N - m = "
+                     f"{a.shape[0] - m_pad}]; got {working_set}.")
+  stream_settings = dataclasses.replace(settings, objective=objective,
+                                        working_set=working_set or 0)
+  mesh = sharding.batch_mesh(devices)
+  slots = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
+  # ADMM's programs compile while the host prepares A (the checks' facts,
+  # the rotation); a call below on repeated rows uses them too.
+  stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
+  facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   repeated = records.check_subsets(facts, instances)
   if repeated:  # Identical rows in a subset: solved on A without repeats.
     again = functools.partial(
@@ -121,17 +132,10 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
       details[k].pop("_cert", None)
       details[k].pop("embedding", None)
     return [details[k] for k in range(len(instances))]
-  if working_set is not None and not (
-      m_pad <= working_set <= a.shape[0] - m_pad):
-    raise ValueError(f"`working_set` must be in [m = {m_pad}, N - m = "
-                     f"{a.shape[0] - m_pad}]; got {working_set}.")
-  settings = dataclasses.replace(settings, objective=objective,
-                                 working_set=working_set or 0)
+  settings, batch = stream_settings, slots
   if first_check == "auto" or (objective == "solve" and first_check is None):
     # Solve mode is decided by the host checks.
     first_check = placement.first_check_age(settings, *a.shape, m_pad)
-  mesh = sharding.batch_mesh(devices)
-  batch = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   facts.device = device = (
       device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
       if len(instances) >= placement.DEVICE_CHECKS_MIN else None)

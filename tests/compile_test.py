@@ -4,13 +4,17 @@ Each jitted entry point is wrapped in chex.assert_max_traces before its
 cache is cleared, so a second trace (a recompile) raises.
 """
 
+import logging
+import threading
+
 from absl.testing import absltest
 import chex
+import jax
 import numpy as np
 
-from bottleneck import simulate, topm
+from bottleneck import sharding, simulate, topm
 from bottleneck.io import matrices
-from bottleneck.lp import admm, stream
+from bottleneck.lp import admm, rotation, stream
 
 
 class CompileOnceTest(absltest.TestCase):
@@ -48,6 +52,60 @@ class CompileOnceTest(absltest.TestCase):
     # Every bisection probe is padded to the same m_pad.
     a = matrices.random(600, 24, 1)
     self._lp_traces_once(lambda: topm.m_star_search(a, 4, batch=8))
+
+  def test_precompile_compiles_the_stream_ahead_of_it(self):
+    # stream.precompile traces and compiles refill and advance in its
+    # threads; the stream's own calls then trace and compile neither (a
+    # precompile that did nothing, or lowered with other avals or
+    # shardings than the calls, fails one of the two).
+    a = matrices.random(500, 20, 2)
+    insts = topm.make_instances(500, 5, 6, "logits",
+                                np.random.default_rng(0))
+    mesh, settings = sharding.batch_mesh(jax.devices()[:1]), admm.Settings()
+    traced = {}
+    originals = {name: getattr(admm, name) for name in ("run_until",
+                                                          "refill")}
+
+    def counting(name):
+      def traced_fn(*args, **kwargs):
+        traced.setdefault(name, []).append(threading.current_thread())
+        return originals[name](*args, **kwargs)
+      return traced_fn
+
+    compiled_names = []
+
+    class Compiles(logging.Handler):
+      def emit(self, record):
+        message = record.getMessage()
+        if message.startswith("Finished XLA compilation of"):
+          compiled_names.append(message.split()[4])
+
+    handler = Compiles()
+    logging.getLogger("jax").addHandler(handler)
+    try:
+      for name in originals:
+        setattr(admm, name, counting(name))
+      key = (settings, mesh, 4, 5, *a.shape)
+      stream.precompile(*key)
+      for thread in stream._COMPILING[key]:  # pylint: disable=protected-access
+        thread.join()
+      ahead = {name: list(threads) for name, threads in traced.items()}
+      shared, _ = rotation.prepare(a)
+      with jax.log_compiles(True):  # The stream's calls (this thread).
+        out = list(stream.run(shared, insts, settings, 4, 5, mesh))
+    finally:
+      logging.getLogger("jax").removeHandler(handler)
+      for name, fn in originals.items():
+        setattr(admm, name, fn)
+    self.assertLen(out, len(insts))
+    self.assertEqual(set(ahead), {"run_until", "refill"})
+    for threads in ahead.values():
+      self.assertLen(threads, 1)
+      self.assertIsNot(threads[0], threading.main_thread())
+    self.assertEqual(traced, ahead)  # No trace by the stream's calls,
+    self.assertNotIn("jit(refill)", compiled_names)  # nor a compile.
+    self.assertNotIn("jit(advance)", compiled_names)
+    self.assertNotIn(key, stream._COMPILING)  # pylint: disable=protected-access
 
   def test_simulation_traces_the_trial_once(self):
     original = simulate.trial

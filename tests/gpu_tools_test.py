@@ -4,7 +4,8 @@ benchmarks/pack_head.py splits a head over several calls' transfers;
 benchmarks/on_gpu.sh moves each call's parts out of the tree (a call's copy
 keeps no ignored file it does not carry), joins them once all have come
 and checks their hash; benchmarks/summarize_topm.py keeps a run's per-m
-counts. Each is run here as the machine would run it, on small files.
+counts; benchmarks/startup_phases.py times the steps before the LP
+stream. Each is run here as the machine would run it, on small files.
 """
 
 import json
@@ -15,6 +16,8 @@ import sys
 import tempfile
 
 from absl.testing import absltest
+
+from tests import one_device_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -123,6 +126,21 @@ class SummaryTest(absltest.TestCase):
     summarize_topm.main(["x", run, f"--out={out}", f"--log={log}",
                          "--label=fig", "--date=2026-11-26"])
     self.assertEqual(json.load(open(out))["date"], "2026-11-26")
+
+
+class StartupPhasesTest(absltest.TestCase):
+
+  def test_times_every_step_before_the_stream(self):
+    run = subprocess.run(
+        [sys.executable, "benchmarks/startup_phases.py", "--N=600", "--d=32",
+         "--m_max=20", "--trials=3"], cwd=ROOT, env=one_device_env(),
+        capture_output=True, text=True, check=True)
+    got = json.loads(run.stdout)
+    self.assertEqual(list(got["steps_s"]), [
+        "imports", "backend", "random A", "power_of_two_scaled",
+        "24 instances", "MatrixFacts", "check_subsets",
+        "DeviceA (none here)", "rotation.prepare", "to_json"])
+    self.assertTrue(all(s >= 0 for s in got["steps_s"].values()))
 
 
 if __name__ == "__main__":

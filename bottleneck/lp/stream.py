@@ -8,7 +8,7 @@ hold the batch; on a CPU frozen groups of slots cost nothing
 (admm._by_live_groups). On request (`shrink_age`), the last instances move
 to a batch a quarter the size once the queue is empty (`_shrink`, once).
 One compile per (settings, mesh, batch, m_pad, matrix shape): `compiled`
-caches them.
+caches them, and `precompile` starts them early.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
 cheap float32 evidence (a primal point below the threshold, a dual bound
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Callable, Iterator, NamedTuple, Protocol
 
 import jax
@@ -46,6 +47,8 @@ class Compiled(NamedTuple):
   freeze: Callable  # Slots the host released, with no instance to follow.
   state_sharding: admm.State  # NamedShardings of the slots' state.
   state_shape: admm.State  # Its ShapeDtypeStructs.
+  problem_shape: admm.Problem  # A batch of instances' ShapeDtypeStructs.
+  shared_shape: rotation.Shared  # The prepared matrix's.
 
 
 @functools.lru_cache(maxsize=8)
@@ -86,16 +89,64 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   state_sh = jax.tree.map(by_rank, state_shape)
   problem_sh = jax.tree.map(by_rank, problem_shape)
   b1 = sharding.batch_sharded(mesh, 1)
+  # Autotuned on a GPU (not sharding.UNTUNED): untuned, paper-size Figure
+  # 1's stream took ~2.5 s longer on the H100s of benchmarks/RESULTS.md
+  # (2026-11-27), and `precompile` hides the autotuner's compile time.
+  jit = functools.partial(jax.jit, out_shardings=state_sh)
   return Compiled(
-      jax.jit(advance, in_shardings=(rep, state_sh, None, None),
-              out_shardings=state_sh, donate_argnums=1),
-      jax.jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
-              out_shardings=state_sh, donate_argnums=1),
-      jax.jit(admm.resume, in_shardings=(state_sh, b1, None),
-              out_shardings=state_sh, donate_argnums=0),
-      jax.jit(lambda state, which: freeze(state, ~which),
-              in_shardings=(state_sh, b1), out_shardings=state_sh,
-              donate_argnums=0), state_sh, state_shape)
+      jit(advance, in_shardings=(rep, state_sh, None, None),
+          donate_argnums=1),
+      jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
+          donate_argnums=1),
+      jit(admm.resume, in_shardings=(state_sh, b1, None), donate_argnums=0),
+      jit(lambda state, which: freeze(state, ~which),
+          in_shardings=(state_sh, b1), donate_argnums=0),
+      state_sh, state_shape, problem_shape, shared_shape)
+
+
+# compiled()'s arguments -> the threads compiling its refill and advance.
+_COMPILING: dict[tuple, list[threading.Thread]] = {}
+
+
+def precompile(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
+               d: int) -> None:
+  """Starts compiling `run`'s refill and advance ahead of time, each in a
+  thread (XLA's compiles release the GIL), so that they overlap each other
+  and the caller's preparation of A; `run` with the same arguments waits
+  for them, and its calls then find the programs in jit's cache. On the
+  H100 of benchmarks/RESULTS.md they compiled one after the other in
+  3.2 + 4.1 s at the stream's first calls; started here, paper-size Figure
+  1 from a fresh machine took 56.2 s instead of 68.4 s (2026-11-27). On
+  the 2-core CPU it changes no record and no measurable time. A compile
+  that fails here is left to fail again, with its error, in `run`."""
+  key = (settings, mesh, batch, m_pad, n, d)
+  if key in _COMPILING:
+    return
+  fns = compiled(*key)
+  # The avals and shardings of `run`'s calls (jit's cache is keyed on both):
+  # A replicated, the state as compiled() shards it, the rest host values.
+  placed = lambda x, where: jax.ShapeDtypeStruct(x.shape, x.dtype,
+                                                 sharding=where)
+  shared = jax.tree.map(lambda x: placed(x, sharding.replicated(mesh)),
+                        fns.shared_shape)
+  state = jax.tree.map(placed, fns.state_shape, fns.state_sharding)
+  mask = jax.ShapeDtypeStruct((batch,), bool)
+  scalar = jax.ShapeDtypeStruct((), jnp.int32)
+  lowered = ((fns.refill, (shared, state, fns.problem_shape, mask, mask)),
+             (fns.advance, (shared, state, scalar, scalar)))
+
+  def compile_one(jitted, args):
+    try:
+      jitted.lower(*args).compile()
+    except Exception:  # pylint: disable=broad-except
+      pass  # `run`'s own call compiles it again and raises.
+
+  # Not daemons: an interpreter that exits while XLA compiles in a daemon
+  # thread aborts (lp.device_checks.DeviceA.warm_up).
+  _COMPILING[key] = [threading.Thread(target=compile_one, args=call)
+                     for call in lowered]
+  for thread in _COMPILING[key]:
+    thread.start()
 
 
 class Finished(NamedTuple):
@@ -177,6 +228,9 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
+  for thread in _COMPILING.pop((settings, mesh, batch, m_pad, n, d), ()):
+    thread.join()  # `precompile`'s, if it was called.
+  shared = jax.device_put(shared, sharding.replicated(mesh))  # As compiled.
   full = batch  # The tail: a quarter of it or less running (also once
   # moved to a batch that size).
   feed = feed or Fifo(len(instances))
