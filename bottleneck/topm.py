@@ -108,10 +108,12 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
                                         working_set=working_set or 0)
   mesh = sharding.batch_mesh(devices)
   slots = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  # ADMM's programs compile while the host prepares A (the checks' facts,
-  # the rotation); a call below on repeated rows uses them too.
-  stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
+  if not any(records.repeated_rows(facts, it.subset) for it in instances):
+    # ADMM's programs compile while the host checks ranks and prepares A
+    # (with repeated rows, the calls below on A without them compile other
+    # shapes: 5 s lost in lp_modes_test when this ran first).
+    stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
   repeated = records.check_subsets(facts, instances)
   if repeated:  # Identical rows in a subset: solved on A without repeats.
     again = functools.partial(
