@@ -14,7 +14,6 @@ import time
 
 START = time.perf_counter()
 # pylint: disable=g-import-not-at-top,wrong-import-position
-import dataclasses
 import sys
 
 steps, last = {}, [START]
@@ -37,7 +36,7 @@ def main(argv) -> None:
   args = dict(a.lstrip("-").split("=", 1) for a in argv[1:] if "=" in a)
   n, d = int(args.get("N", 50257)), int(args.get("d", 768))
   m_max, trials = int(args.get("m_max", 150)), int(args.get("trials", 100))
-  m_values = range(5, m_max + 1, 5)
+  m_values = list(range(5, m_max + 1, 5))
   import jax
   import numpy as np
   mesh = sharding.batch_mesh()
@@ -47,16 +46,10 @@ def main(argv) -> None:
   lap("random A")
   a = records.power_of_two_scaled(a, in_place=True)
   lap("power_of_two_scaled")
-  instances = []  # As topm.sweeps draws them: one chain per trial.
-  for number, problem in enumerate(("logits", "probs")):
-    rng = np.random.default_rng(0)
-    firsts = [rng.choice(n, size=m_max, replace=False) for _ in range(trials)]
-    draws = rng.uniform(0.1, 1.1, size=(trials, m_max))
-    instances += [dataclasses.replace(it, chain=number * trials + k)
-                  for m in m_values for k, it in enumerate(
-                      topm.make_instances(n, m, trials, problem, rng, 0.05,
-                                          0.1, None, [f[:m] for f in firsts],
-                                          draws))]
+  drawn = topm.sweep_instances(n, {p: m_values for p in ("logits", "probs")},
+                               trials)  # As topm.sweeps draws them.
+  instances = [it for groups in drawn.values() for group in groups
+               for it in group]
   lap(f"{len(instances)} instances")
   facts = lp_facts.MatrixFacts(a)
   lap("MatrixFacts")

@@ -34,7 +34,7 @@ from bottleneck.lp import facts as lp_facts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
-           "sweep", "sweeps", "MStar", "m_star_search"]
+           "sweep", "sweeps", "sweep_instances", "MStar", "m_star_search"]
 
 
 def solve(a, instances, settings: admm.Settings = admm.Settings(),
@@ -299,30 +299,14 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
   a = np.asarray(a)
   _check_memory(checks.positive_int("trials", trials),
                 [m for ms in m_of.values() for m in ms])
-  per_problem = {}
   if nested is None:
     nested = subsets is None
   if nested and subsets is not None:
     raise ValueError("`nested` draws its own subsets (the first m tokens of "
                      "one random permutation per trial); leave out "
                      "`subsets`.")
-  for number, (problem, ms) in enumerate(m_of.items()):
-    rng = np.random.default_rng(seed)
-    if nested and ms:
-      checks.int_in_range("m", max(ms), 1, a.shape[0] - 1, "a proper subset "
-                          f"of the N = {a.shape[0]} tokens")
-      firsts = [rng.choice(a.shape[0], size=max(ms), replace=False)
-                for _ in range(trials)]  # Subsets and p: prefixes of these.
-      draws = rng.uniform(0.1, 1.1, size=(trials, max(ms)))
-      per_problem[problem] = [[
-          dataclasses.replace(it, chain=number * trials + k)
-          for k, it in enumerate(make_instances(
-              a.shape[0], m, trials, problem, rng, eps, delta, targets,
-              [first[:m] for first in firsts], draws))] for m in ms]
-    else:
-      per_problem[problem] = [make_instances(
-          a.shape[0], m, trials, problem, rng, eps, delta, targets, subsets)
-                              for m in ms]
+  per_problem = sweep_instances(a.shape[0], m_of, trials, seed, eps, delta,
+                                targets, subsets, nested)
   flat = solve(a, [it for groups in per_problem.values() for group in groups
                    for it in group], delta=delta, **solve_kwargs)
   out, start = {}, 0
@@ -332,6 +316,34 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
     start += trials * len(ms)
     out[problem] = summarize(ms, chunks, problem)
   return out
+
+
+def sweep_instances(n: int, m_of: dict, trials: int, seed: int = 0,
+                    eps: float = 0.05, delta: float = 0.1, targets=None,
+                    subsets=None, nested: bool = True) -> dict:
+  """`sweeps`' instances: {problem: [[trials instances] per m]} for
+  m_of = {problem: m list}, each problem from its own default_rng(seed);
+  `nested`: trial k's subsets (and p) are prefixes of one draw, the
+  trial's chain."""
+  per_problem = {}
+  for number, (problem, ms) in enumerate(m_of.items()):
+    rng = np.random.default_rng(seed)
+    if nested and ms:
+      checks.int_in_range("m", max(ms), 1, n - 1, "a proper subset "
+                          f"of the N = {n} tokens")
+      firsts = [rng.choice(n, size=max(ms), replace=False)
+                for _ in range(trials)]  # Subsets and p: prefixes of these.
+      draws = rng.uniform(0.1, 1.1, size=(trials, max(ms)))
+      per_problem[problem] = [[
+          dataclasses.replace(it, chain=number * trials + k)
+          for k, it in enumerate(make_instances(
+              n, m, trials, problem, rng, eps, delta, targets,
+              [first[:m] for first in firsts], draws))] for m in ms]
+    else:
+      per_problem[problem] = [make_instances(
+          n, m, trials, problem, rng, eps, delta, targets, subsets)
+                              for m in ms]
+  return per_problem
 
 
 class MStar(NamedTuple):
