@@ -109,12 +109,13 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   mesh = sharding.batch_mesh(devices)
   slots = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
-  if not any(records.repeated_rows(facts, it.subset) for it in instances):
+  repeated = records.repeated_subsets(facts, instances)
+  if not repeated:
     # ADMM's programs compile while the host checks ranks and prepares A
     # (with repeated rows, the calls below on A without them compile other
     # shapes: 5 s lost in lp_modes_test when this ran first).
     stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
-  repeated = records.check_subsets(facts, instances)
+  records.check_subsets(facts, instances, repeated)
   if repeated:  # Identical rows in a subset: solved on A without repeats.
     again = functools.partial(
         solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
