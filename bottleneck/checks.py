@@ -13,6 +13,15 @@ from typing import Iterable
 import numpy as np
 
 
+class ArgumentError(ValueError):
+  """A ValueError that knows the argument it names (`name`), so that a
+  caller reading the value from a file can name the file's own key."""
+
+  def __init__(self, name: str, message: str):
+    super().__init__(message)
+    self.name = name
+
+
 def _is_integer(value) -> bool:
   return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
@@ -20,7 +29,8 @@ def _is_integer(value) -> bool:
 def positive_int(name: str, value) -> int:
   """Returns `value` as int; raises unless it is an integer >= 1."""
   if not _is_integer(value) or value < 1:
-    raise ValueError(f"`{name}` must be an integer >= 1; got {value!r}.")
+    raise ArgumentError(name, f"`{name}` must be an integer >= 1; got "
+                        f"{value!r}.")
   return int(value)
 
 
@@ -28,27 +38,40 @@ def int_in_range(name: str, value, lo: int, hi: int, why: str = "") -> int:
   """Returns `value` as int; raises unless it is an integer in [lo, hi]."""
   if not _is_integer(value) or not lo <= value <= hi:
     extra = f" ({why})" if why else ""
-    raise ValueError(
-        f"`{name}` must be an integer in [{lo}, {hi}]{extra}; got {value!r}.")
+    raise ArgumentError(name, f"`{name}` must be an integer in [{lo}, {hi}]"
+                        f"{extra}; got {value!r}.")
   return int(value)
 
 
 def open_interval(name: str, value, lo: float, hi: float) -> float:
   """Returns `value` as float; raises unless lo < value < hi."""
+  return number_in(name, value, lo, hi)
+
+
+def number_in(name: str, value, lo: float, hi: float, *,
+              lo_closed: bool = False, hi_closed: bool = False) -> float:
+  """Returns `value` as float; raises unless it is a number in the interval
+  (lo, hi), closed on the sides asked for. NaN is never in it; infinity
+  only where an open side is infinite and `hi_closed`/`lo_closed` says so."""
+  span = (f"{'[' if lo_closed else '('}{lo}, {hi}"
+          f"{']' if hi_closed else ')'}")
   try:
     val = float(value)
   except (TypeError, ValueError):
-    raise ValueError(
-        f"`{name}` must be a number in ({lo}, {hi}); got {value!r}.") from None
-  if not lo < val < hi:  # Also rejects NaN.
-    raise ValueError(f"`{name}` must be in ({lo}, {hi}); got {value!r}.")
+    val = None
+  if isinstance(value, bool) or val is None or not (
+      (lo <= val if lo_closed else lo < val) and
+      (val <= hi if hi_closed else val < hi)):  # Also rejects NaN.
+    raise ArgumentError(name, f"`{name}` must be a number in {span}; got "
+                        f"{value!r}.")
   return val
 
 
 def one_of(name: str, value, allowed: Iterable[str]) -> str:
   allowed = tuple(allowed)
   if value not in allowed:
-    raise ValueError(f"`{name}` must be one of {allowed}; got {value!r}.")
+    raise ArgumentError(name, f"`{name}` must be one of {allowed}; got "
+                        f"{value!r}.")
   return value
 
 
@@ -91,6 +114,17 @@ def finite_array(name: str, array, ndim: int | None = None) -> np.ndarray:
     bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
     raise ValueError(f"`{name}` must be finite; it has {bad} NaN/inf entries.")
   return arr
+
+
+def nonfinite_count(values) -> int:
+  """How many entries of a float array are NaN or inf. A float32 sum is
+  finite only if every entry is (NaN and inf survive a sum), so the exact
+  count runs only when the sum is not (an overflow, or a bad entry): one
+  fast pass over finite data, no boolean temporary."""
+  arr = np.asarray(values)
+  if arr.dtype.kind != "f" or np.isfinite(np.add.reduce(arr, axis=None)):
+    return 0
+  return int(arr.size - np.count_nonzero(np.isfinite(arr)))
 
 
 def probabilities(name: str, p, normalise: bool = False) -> np.ndarray:

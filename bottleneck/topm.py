@@ -81,7 +81,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   also gets `embedding`, the float64 x [d] it was proved at, for the `a`
   passed in: A_S x = y to rounding and every other logit <= upper_bound
   (an optimal embedding to `tolerance` where `bracket_closed`). Not given
-  for subsets with repeated rows.
+  for subsets with repeated or all-zero rows (a subset holding an all-zero
+  row is INFEASIBLE, certificate 'zero_row': that token's logit is 0 for
+  every embedding).
   """
   if not instances:
     return []
@@ -109,29 +111,29 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   mesh = sharding.batch_mesh(devices)
   slots = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
-  repeated = records.repeated_subsets(facts, instances)
-  if not repeated:
+  special = records.special_subsets(facts, instances)
+  if not special:
     # ADMM's programs compile while the host checks ranks and prepares A
     # (with repeated rows, the calls below on A without them compile other
     # shapes: 5 s lost in lp_modes_test when this ran first).
     stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
-  records.check_subsets(facts, instances, repeated)
-  if repeated:  # Identical rows in a subset: solved on A without repeats.
+  records.check_subsets(facts, instances, special)
+  if special:  # Repeated or all-zero rows in a subset: records.solve_special.
     again = functools.partial(
         solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
         delta=delta, devices=devices, policy=policy, first_check=first_check,
         objective=objective, tolerance=tolerance, working_set=working_set,
         finish_after=finish_after, embeddings=embeddings)
-    plain = [k for k in range(len(instances)) if k not in repeated]
+    plain = [k for k in range(len(instances)) if k not in special]
     details = dict(zip(plain, again(a, [instances[k] for k in plain],
                                     progress=progress, m_pad=m_pad)))
     for k in plain:  # Solved on the scaled A: back to the caller's units.
       if "embedding" in details[k]:
         details[k]["embedding"] = scale * details[k]["embedding"]
-    for k, pairs in repeated.items():
-      details[k] = records.solve_repeated(
+    for k, (pairs, zeros) in special.items():
+      details[k] = records.solve_special(
           lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k],
-          pairs)
+          pairs, zeros)
       details[k].pop("_cert", None)
       details[k].pop("embedding", None)
     return [details[k] for k in range(len(instances))]

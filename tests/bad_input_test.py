@@ -114,7 +114,13 @@ class LibraryTest(parameterized.TestCase):
                                 ("lr", 0.0, "`train.lr`"),
                                 ("warmup", 10**6, "`train.warmup`"),
                                 ("steps", 0, "`train.steps`"),
-                                ("min_lr_ratio", 2.0, "min_lr_ratio")):
+                                ("min_lr_ratio", 2.0, "min_lr_ratio"),
+                                ("weight_decay", -0.1, r"`train.weight_"
+                                 r"decay` must be a number in \[0.0, inf\)"),
+                                ("b1", -0.5, r"`train.b1` .* \[0.0, 1.0\)"),
+                                ("b2", 1.0, r"`train.b2` .* got 1.0"),
+                                ("eps", 0.0, r"`train.eps` .* \(0.0, inf\)"),
+                                ("grad_clip", float("nan"), "grad_clip")):
       c = thesis.get_config("model1,cpu")
       c.train[key] = value
       with self.assertRaisesRegex(ValueError, message):
@@ -275,6 +281,13 @@ class BinaryTest(parameterized.TestCase):
        "give one of"),
       ("sample_n_0", "train.sample",
        ["--workdir=/nonexistent", "--story_completion", "--n=0"], "`n`"),
+      ("layer_norm_eps_negative", "train.main",
+       ["--config=configs/thesis.py:model1,cpu",
+        "--config.model.layer_norm_eps=-1e-5", "--dry_run"],
+       "`model.layer_norm_eps` must be a number in (0.0, inf)"),
+      ("b2_one", "train.main",
+       ["--config=configs/thesis.py:model1,cpu", "--config.train.b2=1.0",
+        "--dry_run"], "`train.b2` must be a number in [0.0, 1.0)"),
   )
   def test_one_error_line(self, module, args, message):
     out = run_module(module, *args)

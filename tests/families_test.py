@@ -222,56 +222,84 @@ def bpe_vocab():
   return tokens, [" ".join(m) for m in merges]
 
 
+def _gguf_type(value):
+  """(GGUFValueType, array subtype) of a Python value (ints as uint32,
+  negative ones int32; floats float32)."""
+  t = gguf.GGUFValueType
+  if isinstance(value, bool):
+    return t.BOOL, None
+  if isinstance(value, int):
+    return (t.INT32 if value < 0 else t.UINT32), None
+  if isinstance(value, float):
+    return t.FLOAT32, None
+  if isinstance(value, str):
+    return t.STRING, None
+  return t.ARRAY, _gguf_type(value[0])[0] if value else t.UINT32
+
+
 def write_gguf(path: str, arch: str, w: dict, quantize_embedding=False,
-               rope_freqs=None, tokenizer=None) -> None:
+               rope_freqs=None, tokenizer=None, meta=None,
+               tensors=None) -> None:
   """`w` as llama.cpp writes it; `tokenizer(writer)` adds tokenizer
-  metadata (default: the byte-level BPE of bpe_vocab)."""
+  metadata (default: the byte-level BPE of bpe_vocab). `meta`: keys to set
+  (any Python value, its GGUF type inferred) or drop (None) after the
+  defaults, e.g. {'llama.block_count': 10**9}; `tensors`: name -> array
+  replacing or adding tensors (None drops one)."""
   a = ARCHS[arch]
   gguf_arch = "llama" if arch == "mistral" else arch
   writer = gguf.GGUFWriter(path, gguf_arch)
-  put_int = lambda k, v: writer.add_uint32(f"{gguf_arch}.{k}", v)
-  put_float = lambda k, v: writer.add_float32(f"{gguf_arch}.{k}", v)
+  kv = {}
   for key, value in (("block_count", a["L"]), ("context_length", 64),
                      ("embedding_length", D), ("feed_forward_length", F),
                      ("attention.head_count", a["H"]),
                      ("attention.head_count_kv", a["KV"]),
                      ("attention.key_length", a["HD"]),
                      ("attention.value_length", a["HD"])):
-    put_int(key, value)
-  put_float("rope.freq_base", a["theta"])
-  put_float("attention.layer_norm_rms_epsilon", a["eps"])
+    kv[f"{gguf_arch}.{key}"] = value
+  kv[f"{gguf_arch}.rope.freq_base"] = float(a["theta"])
+  kv[f"{gguf_arch}.attention.layer_norm_rms_epsilon"] = float(a["eps"])
   if arch.startswith("gemma"):
-    put_int("attention.sliding_window", a["window"])
+    kv[f"{gguf_arch}.attention.sliding_window"] = a["window"]
   if arch == "gemma2":
-    put_float("attn_logit_softcapping", a["attn_cap"])
-    put_float("final_logit_softcapping", a["final_cap"])
+    kv[f"{gguf_arch}.attn_logit_softcapping"] = float(a["attn_cap"])
+    kv[f"{gguf_arch}.final_logit_softcapping"] = float(a["final_cap"])
   if tokenizer is None:
     tokens, merges = bpe_vocab()
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_merges(merges)
-    writer.add_eos_token_id(2)
+    kv.update({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre":
+               "default", "tokenizer.ggml.tokens": tokens,
+               "tokenizer.ggml.merges": merges,
+               "tokenizer.ggml.eos_token_id": 2})
   else:
     tokenizer(writer)
+  for key, value in {**kv, **(meta or {})}.items():
+    if value is not None:
+      writer.add_key_value(key, value, *_gguf_type(value))
+  stored = {}
   if quantize_embedding:
-    q = gguf.quants.quantize(w["embed"], gguf.GGMLQuantizationType.Q8_0)
-    writer.add_tensor("token_embd.weight", q,
-                      raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    stored["token_embd.weight"] = (gguf.quants.quantize(
+        w["embed"], gguf.GGMLQuantizationType.Q8_0),
+                                   gguf.GGMLQuantizationType.Q8_0)
   else:
-    writer.add_tensor("token_embd.weight", w["embed"])
-  writer.add_tensor("output_norm.weight", w["norm"])
+    stored["token_embd.weight"] = w["embed"]
+  stored["output_norm.weight"] = w["norm"]
   if rope_freqs is not None:  # llama.cpp's Llama-3 frequency divisors.
-    writer.add_tensor("rope_freqs.weight", rope_freqs)
+    stored["rope_freqs.weight"] = rope_freqs
   for key, value in w.items():
     if key[0].isdigit():
       i, name = key.split(".", 1)
       base, bias = (name[:-2], True) if name.endswith("_b") else (name, False)
       if gguf_arch == "llama" and base in ("q", "k"):
         value = permute(value, a["H"] if base == "q" else a["KV"])
-      writer.add_tensor(f"blk.{i}.{_GGUF[base]}."
-                        f"{'bias' if bias else 'weight'}",
-                        np.ascontiguousarray(value))
+      stored[f"blk.{i}.{_GGUF[base]}.{'bias' if bias else 'weight'}"] = (
+          np.ascontiguousarray(value))
+  stored.update(tensors or {})
+  for name, value in stored.items():
+    if isinstance(value, tuple):  # (raw blocks, quantisation type name)
+      kind = value[1]
+      writer.add_tensor(name, value[0], raw_dtype=kind if not isinstance(
+          kind, str) else gguf.GGMLQuantizationType[kind])
+    elif value is not None:
+      writer.add_tensor(name, value)
   writer.write_header_to_file()
   writer.write_kv_data_to_file()
   writer.write_tensors_to_file()
@@ -398,8 +426,10 @@ class FamiliesTest(parameterized.TestCase):
         ({"head_dim": 8}, r"attn/k/kernel has shape \(32, 32\); the config "
          r"implies \(32, 16\) from n_embd=32, n_kv_head=2, head_dim=8"),
         ({"intermediate_size": 40}, r"ffn_dim=40"),
-        ({"num_hidden_layers": 1}, r"n_layer=1"),
-        ({"num_hidden_layers": 3}, r"lacks the tensor for layer_2"),
+        ({"num_hidden_layers": 1},
+         r"num_hidden_layers = 1, but the weights hold 2 block"),
+        ({"num_hidden_layers": 3},
+         r"num_hidden_layers = 3, but the weights hold 2 block"),
         ({"vocab_size": 301}, r"vocab_size=301")):
       write_hf(folder, "qwen3", w, dict(hf_config("qwen3"), **change))
       with self.assertRaisesRegex(ValueError, message):

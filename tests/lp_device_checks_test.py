@@ -338,7 +338,7 @@ class EncloseDualTest(absltest.TestCase):
       after_first_chunk = topm.sweeps(a, **kwargs)
     self.assertTrue(warm_up.called)
     self.assertGreater(spy.call_count, 0)
-    # A solve of a few instances (records.solve_repeated's, one each) keeps
+    # A solve of a few instances (records.solve_special's, one each) keeps
     # its checks on the host: the compiles would not pay back.
     few = topm.make_instances(2000, 9, placement.DEVICE_CHECKS_MIN - 1,
                               "logits", np.random.default_rng(0))

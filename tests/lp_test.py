@@ -584,7 +584,8 @@ class BadInputTest(parameterized.TestCase):
       topm.solve(bad, topm.make_instances(100, 3, 1, "logits", rng))
     dep = a.copy()
     dep[5] = 2 * dep[4]
-    with self.assertRaisesRegex(ValueError, "`subsets`"):
+    with self.assertRaisesRegex(ValueError, r"`matrix`: the rows of tokens "
+                                r"\[4, 5\] .* linearly dependent"):
       topm.solve(dep, topm.make_instances(100, 2, 1, "logits", rng,
                                           subsets=[[4, 5]]))
     with self.assertRaisesRegex(ValueError, "`eps`"):

@@ -112,11 +112,14 @@ def numpy_neox(w, ids, parallel=True, rotary_pct=0.5):
 
 
 def _hf_folder(test, tensors, config):
-  """An HF folder: weights, config.json and a word-level tokenizer.json."""
+  """An HF folder: weights, config.json and a word-level tokenizer.json
+  whose vocabulary holds the special tokens GPT-NeoX's tokenizer class
+  adds (absent, they would take ids past the embedding's rows)."""
   from tokenizers import Tokenizer, models, pre_tokenizers  # pylint: disable=g-import-not-at-top
   folder = test.create_tempdir().full_path
-  tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(V - 1)} | {
-      "[UNK]": V - 1}, unk_token="[UNK]"))
+  tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(V - 3)} | {
+      "<|endoftext|>": V - 3, "<|padding|>": V - 2, "[UNK]": V - 1},
+                                   unk_token="[UNK]"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
   tok.save(os.path.join(folder, "tokenizer.json"))
   save_file(tensors, os.path.join(folder, "model.safetensors"))

@@ -6,14 +6,17 @@
 
 Writes OUTDIR/compare.md (one table per result: a column per model, the
 papers' number last), OUTDIR/results.json (every number) and overlay
-figures. Models: smollm2 | gemma3 | gguf:PATH | hf:DIR | run:DIR.
+figures. Models: smollm2 | gemma3 | gguf:PATH | hf:DIR | run:DIR (two
+models with one name become NAME and NAME-2). One comparison per folder:
+a folder in use by another comparison, or holding one already, is refused
+(--overwrite replaces it).
 """
 
 import os
 
 from absl import flags
 
-from bottleneck.io import cli
+from bottleneck.io import cli, lock
 
 FLAGS = flags.FLAGS
 
@@ -30,13 +33,26 @@ def _define_flags():
                     "Parameter / compute dtype.")
   flags.DEFINE_integer("seed", 0, "Seed of windows, subsets and choices.")
   flags.DEFINE_string("outdir", "compare", "Folder for compare.md, JSON, "
-                      "PNGs.")
+                      "PNGs (one comparison per folder).")
+  flags.DEFINE_bool("overwrite", False, "Replace a comparison already in "
+                    "--outdir (otherwise refused).")
 
 
 def main(argv):
   del argv
-  from train.probes import compare  # pylint: disable=g-import-not-at-top
   cli.writable_dir("outdir", FLAGS.outdir)
+  with lock.FolderLock(FLAGS.outdir, "compare.lock", "outdir"):
+    _compare()
+
+
+def _compare():
+  from train.probes import compare  # pylint: disable=g-import-not-at-top
+  done = [f for f in ("compare.md", "results.json")
+          if os.path.exists(os.path.join(FLAGS.outdir, f))]
+  if done and not FLAGS.overwrite:
+    raise ValueError(f"`outdir` {FLAGS.outdir!r} already holds a comparison "
+                     f"({', '.join(done)}): give a new --outdir, or "
+                     "--overwrite to replace it.")
   if FLAGS.text:
     cli.readable_text("text", FLAGS.text)
   cli.check_seed("seed", FLAGS.seed)
@@ -53,10 +69,10 @@ def main(argv):
   for name in cli.save_figures(compare.figures(results), {
       f: os.path.join(FLAGS.outdir, f"{f}.png") for f in compare.FIGURES}):
     parts.append(f"![{os.path.basename(name)}]({os.path.basename(name)})")
-  with open(os.path.join(FLAGS.outdir, "compare.md"), "w") as f:
-    f.write("\n\n".join(parts) + "\n")
-  with open(os.path.join(FLAGS.outdir, "results.json"), "w") as f:
-    f.write(cli.to_json(results) + "\n")
+  cli.write_atomic(os.path.join(FLAGS.outdir, "results.json"),
+                   cli.to_json(results) + "\n")
+  cli.write_atomic(os.path.join(FLAGS.outdir, "compare.md"),
+                   "\n\n".join(parts) + "\n")
   print(f"wrote {FLAGS.outdir}/compare.md and results.json")
 
 

@@ -34,6 +34,7 @@ def main(argv):
   config = FLAGS.config
   if config is None:
     raise ValueError("`config` is required: --config=configs/thesis.py:model1")
+  trainer.check_config(config)  # Every value, before anything runs.
   cfg = model.GPTConfig(**config.model.to_dict())
   if FLAGS.dry_run:
     import jax  # pylint: disable=g-import-not-at-top

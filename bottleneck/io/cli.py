@@ -68,6 +68,16 @@ def output_file(name: str, path: str) -> str:
   return path
 
 
+def write_atomic(path: str, text: str) -> None:
+  """Writes `text` to `path` through a temporary file and a rename: a
+  reader, or a run killed mid-write, never sees half a file."""
+  tmp = os.path.join(os.path.dirname(path) or ".",
+                     f".{os.path.basename(path)}.tmp{os.getpid()}")
+  with open(tmp, "w") as f:
+    f.write(text)
+  os.replace(tmp, path)
+
+
 def readable_text(name: str, path: str) -> str:
   """A non-empty UTF-8 text file; raises naming `name` otherwise."""
   if not os.path.isfile(path):

@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bottleneck import checks
+
 SUPPORTED = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
              "Q4_K", "Q5_K", "Q6_K", "Q8_K")
 
@@ -89,8 +91,10 @@ class Reader:
       infos.append((name, dims, constants.GGMLQuantizationType(kind), start))
       offs += 8 * n_dims + 12
     align = self.fields.get("general.alignment", Field("", 32)).value
-    if align <= 0 or align & (align - 1):
-      raise ValueError(f"alignment {align} is not a power of two")
+    if isinstance(align, bool) or not isinstance(align, int) or (
+        align <= 0 or align & (align - 1)):
+      raise ValueError(f"general.alignment = {align!r} is not a power of "
+                       "two")
     base = -(-offs // align) * align
     self.tensors = []
     for name, dims, kind, start in infos:
@@ -169,15 +173,86 @@ class Metadata:
   def get(self, key: str, default=_REQUIRED):
     return self.raw(f"{self.arch}.{key}", default)
 
+  def integer(self, key: str, default=_REQUIRED, lo: int = 1) -> int:
+    """'<architecture>.key' as an integer >= lo; an error naming the file,
+    the key and the value otherwise."""
+    value = self.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+      raise ValueError(f"`model` {self.path!r}: GGUF {self.arch}.{key} = "
+                       f"{value!r} must be an integer >= {lo}.")
+    return value
+
+  def number(self, key: str, default=_REQUIRED) -> float:
+    """'<architecture>.key' as a float (its range is the config's check)."""
+    value = self.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+      raise ValueError(f"`model` {self.path!r}: GGUF {self.arch}.{key} = "
+                       f"{value!r} must be a number.")
+    return float(value)
+
+  def raw_list(self, key: str, kind=str, default=_REQUIRED) -> list:
+    """A metadata array whose entries are all `kind` (str, int or float);
+    an error naming the file and the key otherwise."""
+    value = self.raw(key, default)
+    if value is default and default is not _REQUIRED:
+      return value
+    kinds = (int, float) if kind is float else kind
+    if not isinstance(value, list):
+      got = f"a {type(value).__name__}"
+    elif not all(isinstance(v, kinds) and not isinstance(v, bool)
+                 for v in value):
+      got = "an array of other types"
+    else:
+      return value
+    raise ValueError(f"`model` {self.path!r}: GGUF {key} must be an array "
+                     f"of {kind.__name__}; got {got}.")
+
+  def token_id(self, key: str, n_tokens: int, default=_REQUIRED):
+    """A special token's id (e.g. tokenizer.ggml.bos_token_id) in [0,
+    n_tokens); None if absent and the default is None."""
+    value = self.raw(key, default)
+    if value is None:
+      return None
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+        0 <= value < n_tokens):
+      raise ValueError(f"`model` {self.path!r}: GGUF {key} = {value!r} must "
+                       f"be a token id in [0, {n_tokens - 1}] (the "
+                       f"vocabulary has {n_tokens} tokens).")
+    return value
+
   def tensor(self, name: str) -> np.ndarray:
     return tensor(self.tensors[name], self.path)
 
 
 _DEQUANT_ROWS = 8192  # Rows dequantised at a time by `tensor`.
+# Byte offsets of each quantisation block's float16 scales (llama.cpp's
+# block layouts; gguf.quants reads them the same way). A block's values are
+# finite iff these are: the rest are small integers (Q8_K's float32 scale
+# times int8 can overflow, so its output is checked instead).
+F16_SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,),
+              "Q5_1": (0, 2), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+
+
+def _scales_finite(raw_rows: np.ndarray, kind: str, block: int) -> bool:
+  """Whether every float16 scale in these rows of `block`-byte
+  quantisation blocks is finite: one strided read per block of its scales
+  (both at once where there are two, d and m), exponent bits all set
+  meaning inf or NaN."""
+  flat = np.asarray(raw_rows).reshape(-1)
+  n, offsets = flat.size // block, F16_SCALES[kind]
+  if len(offsets) == 2:  # d, m adjacent: one 32-bit read.
+    pair = np.ndarray((n,), "<u4", flat, offsets[0], (block,))
+    bad = (pair & 0x7C00) == 0x7C00
+    bad |= (pair & 0x7C000000) == 0x7C000000
+    return not bad.any()
+  scale = np.ndarray((n,), "<u2", flat, offsets[0], (block,))
+  return not ((scale & 0x7C00) == 0x7C00).any()
 
 
 def tensor(t, path: str) -> np.ndarray:
-  """One tensor, dequantised to float32 in numpy's (outer-first) shape."""
+  """One tensor, dequantised to float32 in numpy's (outer-first) shape; a
+  tensor holding NaN or inf is an error naming the file and the tensor
+  (a quantised one by its scales, 2-4 bytes of every 18-210)."""
   import gguf  # pylint: disable=g-import-not-at-top
   kind = t.tensor_type.name
   if kind not in SUPPORTED:
@@ -187,12 +262,23 @@ def tensor(t, path: str) -> np.ndarray:
   row_len, n_rows = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
   rows = np.asarray(t.data).reshape(n_rows, -1)  # Elements or block bytes.
   out = np.empty((n_rows, row_len), np.float32)
+  block = gguf.constants.GGML_QUANT_SIZES[t.tensor_type][1]
+  finite = True
   for i in range(0, n_rows, _DEQUANT_ROWS):  # By row blocks: dequantize's
     # temporaries are several times its output (a 262144 x 640 Q6_K
     # embedding: +1.5 GB at once).
-    out[i:i + _DEQUANT_ROWS] = np.asarray(gguf.quants.dequantize(
-        rows[i:i + _DEQUANT_ROWS], t.tensor_type), np.float32).reshape(
-            -1, row_len)
+    raw = rows[i:i + _DEQUANT_ROWS]
+    part = out[i:i + _DEQUANT_ROWS]
+    if kind in F16_SCALES:  # Before dequantize: the read warms its input.
+      finite = _scales_finite(raw, kind, block) and finite
+    part[:] = np.asarray(gguf.quants.dequantize(raw, t.tensor_type),
+                         np.float32).reshape(-1, row_len)
+    if kind not in F16_SCALES:
+      finite = finite and not checks.nonfinite_count(part)
+  if not finite:
+    raise ValueError(f"`model` {path!r}: tensor {t.name} holds "
+                     f"{checks.nonfinite_count(out)} NaN/inf value(s) of "
+                     f"{out.size}.")
   return out.reshape(shape)
 
 

@@ -34,6 +34,11 @@ def read_json(path: str, arg: str):
     raise ValueError(f"`{arg}` {path!r} is not valid JSON: {e}.") from None
 
 
+def has_weights(directory: str) -> bool:
+  return any(os.path.isfile(os.path.join(directory, f)) for f in (
+      "model.safetensors", "model.safetensors.index.json"))
+
+
 def weight_files(directory: str, arg: str) -> dict[str | None, str]:
   """Tensor name -> safetensors file; {None: file} for a single file."""
   single = os.path.join(directory, "model.safetensors")
@@ -50,6 +55,20 @@ def weight_files(directory: str, arg: str) -> dict[str | None, str]:
             for name, file in weight_map.items()}
   raise ValueError(f"`{arg}` {directory!r} has neither model.safetensors "
                    "nor model.safetensors.index.json.")
+
+
+def tensor_names(directory: str, arg: str) -> list[str]:
+  """Every tensor name of the folder, from the headers (nothing read)."""
+  from safetensors import safe_open  # pylint: disable=g-import-not-at-top
+  files = weight_files(directory, arg)
+  if None not in files:  # A sharded index lists them.
+    return list(files)
+  try:
+    with safe_open(files[None], framework="np") as f:
+      return list(f.keys())
+  except Exception as e:  # safetensors raises its own error types.
+    raise ValueError(f"`{arg}` {files[None]!r} is not a readable safetensors "
+                     f"file: {e}.") from None
 
 
 def iter_tensors(directory: str, arg: str):

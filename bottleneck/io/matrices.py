@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zipfile
 
 import numpy as np
 
@@ -60,12 +61,13 @@ def read_npy(path: str, arg: str, key: str = "") -> np.ndarray:
   if not os.path.isfile(path):
     raise ValueError(f"`{arg}` file not found: {path!r}.")
   try:
+    if not zipfile.is_zipfile(path):  # .npy: its header's size is checked
+      # against the file's by the memory map, before anything is read.
+      return np.array(np.load(path, mmap_mode="r", allow_pickle=False))
     loaded = np.load(path, allow_pickle=False)
   except (ValueError, EOFError, OSError) as e:
     raise ValueError(f"`{arg}` {path!r} is not a readable .npy/.npz file "
-                     f"(pickled object arrays are refused): {e}") from None
-  if not isinstance(loaded, np.lib.npyio.NpzFile):
-    return loaded
+                     f"(pickled object arrays are refused): {e}.") from None
   keys = list(loaded.keys())
   if not key and len(keys) != 1:
     raise ValueError(f"`{arg}` {path!r} holds {keys}: name one with "
@@ -73,7 +75,28 @@ def read_npy(path: str, arg: str, key: str = "") -> np.ndarray:
   if key and key not in keys:
     raise ValueError(f"`{arg}` {path!r} has no array {key!r}; it holds "
                      f"{keys}.")
+  _check_npz_member(path, (key or keys[0]) + ".npy", arg)
   return loaded[key or keys[0]]
+
+
+def _check_npz_member(path: str, member: str, arg: str) -> None:
+  """The array a .npz member's header describes fits in the member's
+  stored size (a 4 KB file claiming 10^12 entries is an error, not a
+  3.6 TiB allocation)."""
+  with zipfile.ZipFile(path) as z, z.open(member) as f:
+    try:
+      read = (np.lib.format.read_array_header_1_0
+              if np.lib.format.read_magic(f) == (1, 0) else
+              np.lib.format.read_array_header_2_0)
+      shape, _, dtype = read(f)
+    except ValueError as e:
+      raise ValueError(f"`{arg}` {path!r}: member {member!r} is not a "
+                       f"readable .npy array: {e}") from None
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    size = z.getinfo(member).file_size - f.tell()
+  if need > size:
+    raise ValueError(f"`{arg}` {path!r}: array {member[:-4]!r} claims shape "
+                     f"{shape} ({need} bytes), but holds {size} bytes.")
 
 
 def _read_safetensors(path: str, tensor: str | None,

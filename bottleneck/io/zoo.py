@@ -56,6 +56,15 @@ def sha256(path: str) -> str:
   return digest.hexdigest()
 
 
+def _identity(path: str, sha: str) -> str:
+  """What changes whenever the file's bytes may have: its inode, size, and
+  modification and status-change times in ns (a file replaced by `cp -p`
+  or `rsync -t` keeps its size and mtime, not its ctime or inode), with
+  the digest it was verified against."""
+  st = os.stat(path)
+  return f"{sha} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
 def gemma3_path(folder: str | None = None) -> str:
   """The assembled Gemma 3 270M GGUF (assembled on first use)."""
   _module_dir(GEMMA3_PACKAGE)
@@ -69,8 +78,8 @@ def gemma3_path(folder: str | None = None) -> str:
                      f"reinstall {' '.join(GEMMA3_PARTS)}.")
   folder = folder or os.path.join(cache_dir(), "models")
   path = os.path.join(folder, pkg.MODEL_NAME)
-  stamp = f"{path}.sha256"  # Size + mtime of a verified file: no re-hash.
-  key = lambda: f"{os.path.getsize(path)} {os.path.getmtime(path)}"
+  stamp = f"{path}.sha256"  # The verified file's identity: no re-hash.
+  key = lambda: _identity(path, pkg.EXPECTED_SHA256)
   if os.path.isfile(path) and os.path.isfile(stamp):
     with open(stamp) as f:
       if f.read() == key():

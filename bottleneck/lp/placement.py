@@ -49,7 +49,7 @@ def host_blas_threads(mesh) -> int:
 # Instances a solve needs before its checks' products go to a GPU
 # (lp.device_checks): their compiles (one per call and matrix shape, in the
 # background) pay back over many checks, not over the one-instance solves of
-# records.solve_repeated (a reduced A each).
+# records.solve_special (a reduced A each).
 DEVICE_CHECKS_MIN = 16
 
 

@@ -18,10 +18,12 @@ from bottleneck.lp.instances import Instance
 
 def repeated_rows(facts, subset) -> list[tuple[int, int]]:
   """(i, j) positions in `subset` whose matrix rows are identical (j > i,
-  i the group's first): such tokens always have equal logits."""
+  i the group's first): such tokens always have equal logits. All-zero
+  rows are `zero_rows`' (not paired here)."""
   first, pairs = {}, []
+  zero = facts.row_norms[subset] == 0
   for pos, group in enumerate(facts.twins[subset].tolist()):
-    if group >= 0:
+    if group >= 0 and not zero[pos]:
       if group in first:
         pairs.append((first[group], pos))
       else:
@@ -29,48 +31,75 @@ def repeated_rows(facts, subset) -> list[tuple[int, int]]:
   return pairs
 
 
-def repeated_subsets(facts, instances) -> dict[int, list[tuple[int, int]]]:
-  """{instance: its repeated_rows} where there are some (a cheap scan:
-  0.05 s for paper-size Figure 1's 6000 instances)."""
-  return {k: pairs for k, it in enumerate(instances)
-          if (pairs := repeated_rows(facts, it.subset))}
+def zero_rows(facts, subset) -> list[int]:
+  """Positions in `subset` whose matrix rows are all zero (a padded
+  vocabulary's rows): such a token's logit is 0 for every embedding. A
+  float64 row norm is 0 only for a row of exact zeros (a float32 entry's
+  square never underflows in float64)."""
+  return np.flatnonzero(facts.row_norms[subset] == 0).tolist()
 
 
-def check_subsets(facts, instances, repeated=None
-                  ) -> dict[int, list[tuple[int, int]]]:
-  """Every A_S, repeated rows counted once, has full row rank (else no x
-  prescribes y_S); returns `repeated` (default: repeated_subsets)."""
-  if repeated is None:
-    repeated = repeated_subsets(facts, instances)
+def special_subsets(facts, instances) -> dict[int, tuple[list, list]]:
+  """{instance: (its repeated_rows, its zero_rows)} where it has either (a
+  cheap scan: 0.05 s for paper-size Figure 1's 6000 instances)."""
+  out = {}
+  for k, it in enumerate(instances):
+    pairs, zeros = repeated_rows(facts, it.subset), zero_rows(facts, it.subset)
+    if pairs or zeros:
+      out[k] = (pairs, zeros)
+  return out
+
+
+def check_subsets(facts, instances, special=None) -> dict:
+  """Every A_S, repeated and all-zero rows left out, has full row rank (else
+  no x prescribes y_S); returns `special` (default: special_subsets)."""
+  if special is None:
+    special = special_subsets(facts, instances)
   full = {}  # chain -> rows of a member of full rank.
   for k in sorted(range(len(instances)),  # Largest first: rows inside a
                   key=lambda k: -instances[k].subset.size):  # full-rank
     it = instances[k]  # member's rows are independent (lp.chains): no SVD.
-    rows = np.delete(it.subset, [j for _, j in repeated.get(k, ())])
+    pairs, zeros = special.get(k, ((), ()))
+    rows = np.delete(it.subset, [j for _, j in pairs] + list(zeros))
     if it.chain in full and chains.positions(rows, full[it.chain]) is not None:
       continue
-    if np.linalg.matrix_rank(facts.rows(rows)) < rows.size:
-      raise ValueError(f"`subsets`: rows {it.subset.tolist()[:8]}... of the "
-                       "matrix are linearly dependent (A_S rank-deficient).")
+    rank = np.linalg.matrix_rank(facts.rows(rows))
+    if rank < rows.size:
+      raise ValueError(
+          f"`matrix`: the rows of tokens {it.subset.tolist()[:8]}"
+          f"{'...' if it.subset.size > 8 else ''} (a subset of m = "
+          f"{it.subset.size}) are linearly dependent (rank {rank} < "
+          f"{rows.size}, repeated and all-zero rows aside): the LP needs "
+          "A_S of full row rank; a matrix of rank r answers only m < r.")
     if it.chain is not None:
       full.setdefault(it.chain, rows)
-  return repeated
+  return special
 
 
-def solve_repeated(solve_one, a, facts, inst: Instance, pairs) -> dict:
-  """An instance whose subset holds identical rows i, j: their equalities
-  a_i x = y_i, a_j x = y_j repeat (y_i = y_j: the LP is the one without
-  token j, solved on A without row j by `solve_one(a, instance)`) or
-  contradict (y_i != y_j: INFEASIBLE, t* = +inf, certificate 'twin_rows',
-  checked on the float64 rows). `pairs`: its `repeated_rows`."""
+def solve_special(solve_one, a, facts, inst: Instance, pairs, zeros) -> dict:
+  """An instance whose subset holds all-zero rows (`zeros`) or identical
+  rows i, j (`pairs`).
+
+  A zero row's equality 0 = y_i contradicts any y_i != 0: INFEASIBLE, t* =
+  +inf, certificate 'zero_row' (exact: the row's float64 entries are 0);
+  with y_i = 0 it holds for every x and the token is left out. Identical
+  rows' equalities repeat (y_i = y_j: token j left out) or contradict (y_i
+  != y_j: INFEASIBLE, certificate 'twin_rows', checked on the float64
+  rows). What is left is solved on A without the left-out rows by
+  `solve_one(a, instance)`."""
   start = time.perf_counter()
+  for i in zeros:
+    if inst.y[i] != 0:
+      zero = not np.any(facts.rows(inst.subset[[i]]))
+      return detail(inst, "infeasible" if zero else "undecided", np.inf,
+                    {"ok": zero, "kind": "zero_row"}, "zero_row", 0, start)
   for i, j in pairs:
     if inst.y[i] != inst.y[j]:
       rows = inst.subset[[i, j]]
       same = bool(np.array_equal(facts.rows(rows[:1]), facts.rows(rows[1:])))
       return detail(inst, "infeasible" if same else "undecided", np.inf,
                     {"ok": same, "kind": "twin_rows"}, "twin_rows", 0, start)
-  drop = [j for _, j in pairs]
+  drop = [j for _, j in pairs] + list(zeros)
   keep_rows = np.setdiff1d(np.arange(a.shape[0]), inst.subset[drop])
   position = np.full(a.shape[0], -1)
   position[keep_rows] = np.arange(keep_rows.size)
@@ -220,6 +249,12 @@ def power_of_two_scaled(a, in_place: bool = False,
   factor = power_of_two_factor(a) if factor is None else factor
   if factor == 1.0:
     return a
+  info = np.finfo(a.dtype) if a.dtype.kind == "f" else None
+  if info is not None and not float(info.tiny) <= factor <= float(info.max):
+    # 2^k beyond A's dtype (float32 entries near or below its subnormal
+    # range): scaled in float64, where it is exact, and cast back, which is
+    # exact too (the scaled entries have as many significant bits as A's).
+    return (a.astype(np.float64) * factor).astype(a.dtype)
   factor = np.asarray(factor, a.dtype)
   if in_place and a.flags.writeable and a.dtype.kind == "f":
     a *= factor

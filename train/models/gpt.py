@@ -20,6 +20,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from bottleneck import checks
 from train.models import layers
 
 HEADS = ("untied", "tied", "lowrank")
@@ -66,9 +67,10 @@ class GPTConfig:
     if self.dtype not in ("float32", "bfloat16"):
       raise ValueError("`model.dtype` must be float32 or bfloat16; got "
                        f"{self.dtype!r}.")
-    if not 0.0 <= self.dropout < 1.0:
-      raise ValueError(f"`model.dropout` must be in [0, 1); got "
-                       f"{self.dropout}.")
+    checks.number_in("model.dropout", self.dropout, 0.0, 1.0,
+                     lo_closed=True)
+    checks.number_in("model.layer_norm_eps", self.layer_norm_eps, 0.0,
+                     float("inf"))
 
   @property
   def compute_dtype(self):

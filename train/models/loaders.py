@@ -6,10 +6,12 @@
                   `general.architecture`, tensors dequantised one at a time,
                   the tokenizer rebuilt from the file's vocabulary.
 
-Both estimate the memory from the config before reading any tensor, store
-parameters in `dtype` (float32 | bfloat16, also the compute dtype) and
-check the tree against the config (train/models/weights.py). Nothing is
-unpickled.
+Both validate the model before use (train/models/validate.py: the block
+count against the tensor names, the config's fields, a memory estimate from
+the config before any tensor is read, the tokenizer against the embedding,
+every tensor finite), store parameters in `dtype` (float32 | bfloat16, also
+the compute dtype) and check the tree against the config
+(train/models/weights.py). Nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -20,19 +22,31 @@ import os
 import numpy as np
 
 from bottleneck.io import gguf_file, hf
-from train.models import registry, weights
+from train.models import registry, validate, weights
 from train.models.families import llamalike
 from train.text import vocab
 
 
-def _build(pairs, to_tree, cfg, dtype: str, where: str) -> dict:
-  """Parameter tree from (name, array) pairs through a family's mapper."""
+def _shapes(cfg, dtype: str, where: str) -> dict:
+  """The tree the config implies, once the memory estimate made from it
+  fits (before the first tensor is read)."""
   shapes = weights.expected_shapes(cfg)
-  weights.check_memory(shapes, dtype, where)  # Before the first tensor.
+  weights.check_memory(shapes, dtype, where)
+  return shapes
+
+
+def _build(pairs, to_tree, cfg, shapes, dtype: str, where: str,
+           checked: bool = False) -> dict:
+  """Parameter tree from (name, array) pairs through a family's mapper;
+  every tensor checked finite as it is read (`checked`: by the reader
+  already)."""
   tree, unknown, to = {}, [], weights.np_dtype(dtype)
   for name, w in pairs:
+    w = np.asarray(w)
+    if not checked:
+      validate.finite(name, w, where)
     try:
-      mapped = list(to_tree(name, np.asarray(w), cfg))
+      mapped = list(to_tree(name, w, cfg))
     except llamalike.UnknownTensor:
       unknown.append(name)
       continue
@@ -50,15 +64,38 @@ def _build(pairs, to_tree, cfg, dtype: str, where: str) -> dict:
   return {"params": tree}
 
 
-def load_hf(directory: str, dtype: str = "float32"):
-  """(params, config) of an HF folder of any registered family."""
+def _hf_layers(config: dict):
+  """(value, field) of config.json's block count, wherever the family
+  keeps it (Gemma 3 under text_config)."""
+  for c in (config, config.get("text_config") or {}):
+    if isinstance(c, dict):
+      for key in ("num_hidden_layers", "n_layer"):
+        if key in c:
+          return c[key], f"config.json {key}"
+  return None, None
+
+
+def load_hf(directory: str, dtype: str = "float32", tokenizer=None):
+  """(params, config) of an HF folder of any registered family;
+  `tokenizer`, if given, is checked against the embedding before any
+  tensor is read."""
   where = f"`hf_dir` {directory!r}"
   config = hf.read_config(directory, "hf_dir")
-  family = registry.for_hf(config.get("model_type", "gpt2"), where)
-  cfg = dataclasses.replace(family.config_from_hf(config, where), dtype=dtype)
-  weights.check_memory(weights.expected_shapes(cfg), dtype, where)
+  if "model_type" not in config:
+    raise ValueError(f"{where}: config.json has no model_type; supported: "
+                     f"{', '.join(registry.hf_model_types())}.")
+  family = registry.for_hf(config["model_type"], where)
+  if hf.has_weights(directory):  # Else the memory estimate comes first.
+    validate.layer_count(*_hf_layers(config),
+                         lambda: hf.tensor_names(directory, "hf_dir"), where)
+  cfg = validate.config(
+      lambda: dataclasses.replace(family.config_from_hf(config, where),
+                                  dtype=dtype),
+      validate.HF_KEYS, "config.json ", where)
+  shapes = _shapes(cfg, dtype, where)
+  validate.tokenizer(tokenizer, cfg, where)
   return _build(hf.iter_tensors(directory, "hf_dir"), family.hf_tensors, cfg,
-                dtype, where), cfg
+                shapes, dtype, where), cfg
 
 
 def load_gguf(path: str, dtype: str = "float32"):
@@ -66,33 +103,42 @@ def load_gguf(path: str, dtype: str = "float32"):
   where = f"`model` {path!r}"
   meta = gguf_file.Metadata(gguf_file.reader(path), path)
   family = registry.for_gguf(meta.arch, where)
-  cfg = dataclasses.replace(family.config_from_gguf(meta, where), dtype=dtype)
+  validate.layer_count(meta.integer("block_count"),
+                       f"GGUF {meta.arch}.block_count", meta.tensors, where)
+  cfg = validate.config(
+      lambda: dataclasses.replace(family.config_from_gguf(meta, where),
+                                  dtype=dtype),
+      validate.GGUF_KEYS, f"GGUF {meta.arch}.", where)
+  shapes = _shapes(cfg, dtype, where)
+  tok = gguf_tokenizer(meta)
+  validate.tokenizer(tok, cfg, where)
   pairs = ((t.name, gguf_file.tensor(t, path)) for t in meta.reader.tensors)
-  params = _build(pairs, family.gguf_tensors, cfg, dtype, where)
-  return params, cfg, gguf_tokenizer(meta)
+  params = _build(pairs, family.gguf_tensors, cfg, shapes, dtype, where,
+                  checked=True)  # gguf_file.tensor checks each tensor.
+  return params, cfg, tok
 
 
 def gguf_tokenizer(meta):
   """The tokenizer the file describes: byte-level BPE ('gpt2') or
-  SentencePiece-style ('llama'), with its BOS convention."""
+  SentencePiece-style ('llama'), with its BOS convention; every special id
+  within the vocabulary."""
   kind = meta.raw("tokenizer.ggml.model")
   name = f"gguf:{os.path.basename(meta.path)}"
-  tokens = meta.raw("tokenizer.ggml.tokens")
-  eos = int(meta.raw("tokenizer.ggml.eos_token_id", 0))
-  bos = meta.raw("tokenizer.ggml.bos_token_id", None)
+  tokens = meta.raw_list("tokenizer.ggml.tokens")
+  eos = meta.token_id("tokenizer.ggml.eos_token_id", len(tokens), 0)
+  bos = meta.token_id("tokenizer.ggml.bos_token_id", len(tokens), None)
   add_bos = bool(meta.raw("tokenizer.ggml.add_bos_token", kind == "llama"))
-  bos = int(bos) if add_bos and bos is not None else None
+  bos = bos if add_bos else None
   if kind == "gpt2":
     return vocab.bpe_tokenizer(name, tokens,
-                               meta.raw("tokenizer.ggml.merges"), eos, bos,
-                               meta.raw("tokenizer.ggml.pre", "default"),
+                               meta.raw_list("tokenizer.ggml.merges"), eos,
+                               bos, meta.raw("tokenizer.ggml.pre", "default"),
                                f"`model` {meta.path!r}")
   if kind == "llama":
-    unk = meta.raw("tokenizer.ggml.unknown_token_id", None)
+    unk = meta.token_id("tokenizer.ggml.unknown_token_id", len(tokens), None)
     return vocab.spm_tokenizer(
-        name, tokens, meta.raw("tokenizer.ggml.scores"),
-        meta.raw("tokenizer.ggml.token_type"), eos, bos,
-        None if unk is None else int(unk),
+        name, tokens, meta.raw_list("tokenizer.ggml.scores", float),
+        meta.raw_list("tokenizer.ggml.token_type", int), eos, bos, unk,
         bool(meta.raw("tokenizer.ggml.add_space_prefix", True)))
   raise ValueError(f"`model` {meta.path!r}: tokenizer.ggml.model={kind!r} is "
                    "not supported (gpt2: byte-level BPE; llama: "

@@ -120,6 +120,17 @@ class TransformerConfig:
     if self.block_size > self.context_length:
       raise ValueError(f"`block_size` ({self.block_size}) exceeds the "
                        f"model's context length ({self.context_length}).")
+    inf = float("inf")
+    for name, lo, lo_closed in (
+        ("norm_eps", 0.0, False), ("rope_theta", 0.0, False),
+        ("embed_scale", 0.0, False), ("rope_local_theta", 0.0, True),
+        ("query_scale", 0.0, True), ("attn_softcap", 0.0, True),
+        ("final_softcap", 0.0, True)):
+      checks.number_in(name, getattr(self, name), lo, inf,
+                       lo_closed=lo_closed)
+    for divisor in self.rope_divisors:
+      checks.number_in("rope_divisors", divisor, 0.0, inf)
+    checks.int_in_range("sliding_window", self.sliding_window, 0, 2**31 - 1)
 
   # -- what the probes, the sampler and the comparison read (protocol.py) --
   @property

@@ -10,6 +10,9 @@ that imply its shape.
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,9 +38,28 @@ def np_dtype(dtype: str):
   return DTYPES[dtype]
 
 
+_LAYER = re.compile(r"^(layer|h)_(\d+)$")  # Transformer / GPT block names.
+
+
 def expected_shapes(cfg) -> dict:
-  """The parameter pytree the config implies, as shapes (nothing allocated)."""
-  return jax.eval_shape(lambda: cfg.init_params())["params"]
+  """The parameter pytree the config implies, as shapes (nothing allocated).
+
+  Traced at two blocks and the second block's shapes repeated: every block
+  of these families has the same parameters, and a config that claims a
+  billion blocks costs no more than one that claims two."""
+  shallow = min(cfg.n_layer, 2)
+  kw = {"n_layer": shallow}
+  if getattr(cfg, "layer_types", ()):
+    kw["layer_types"] = cfg.layer_types[:shallow]
+  tree = dict(jax.eval_shape(
+      lambda: dataclasses.replace(cfg, **kw).init_params())["params"])
+  blocks = [k for k in tree if _LAYER.match(k)]
+  if cfg.n_layer > shallow and blocks:
+    prefix = _LAYER.match(blocks[-1]).group(1)
+    last = tree[f"{prefix}_{shallow - 1}"]
+    for i in range(shallow, cfg.n_layer):
+      tree[f"{prefix}_{i}"] = last
+  return tree
 
 
 def param_count(shapes) -> int:

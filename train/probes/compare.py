@@ -106,11 +106,11 @@ def probe_model(spec: str, s: Settings, progress=None,
   say(f"{subject.name}: loaded in {loaded:.0f}s; forward over "
       f"{s.windows} x {t} tokens")
   x, y = subjects.windows(subject, s.text, s.windows, "val", s.seed, t)
+  x_ood, y_ood = subjects.windows(subject, s.ood_text, s.ood_windows, "val",
+                                  s.seed, t)
   own = forward.run(subject, x, y, s.text,
                     progress=_windows(say, subject, fraction))
-  x, y = subjects.windows(subject, s.ood_text, s.ood_windows, "val", s.seed,
-                          t)
-  ood = forward.run(subject, x, y, s.ood_text, gradient_sums=False)
+  ood = forward.run(subject, x_ood, y_ood, s.ood_text, gradient_sums=False)
   out = {"subject": subject.describe(), "pass": own.describe(),
          "ood_pass": ood.describe(), "seconds": {"load": loaded}}
   timed = _timer(out["seconds"], say, subject.name, fraction)
@@ -248,6 +248,8 @@ def run(models, s: Settings = Settings(), progress=None,
   the models weighted by MODEL_COST."""
   if not models:
     raise ValueError("`models` must name at least one model.")
+  subjects.check_text_spec(s.text, "text")
+  subjects.check_text_spec(s.ood_text, "ood_text")
   mean = sum(MODEL_COST.values()) / len(MODEL_COST)
   cost = [MODEL_COST.get(spec, mean) for spec in models]
   total = sum(cost)
@@ -256,8 +258,20 @@ def run(models, s: Settings = Settings(), progress=None,
     done = sum(cost[:k])
     numbers = probe_model(spec, s, progress, fraction and (
         lambda f, done=done, k=k: fraction((done + f * cost[k]) / total)))
-    out[numbers["subject"]["name"]] = numbers
+    name = unique_name(numbers["subject"]["name"], out)
+    numbers["subject"].update(name=name, spec=spec)
+    out[name] = numbers
     cli.release_memory()  # The next model starts from a trimmed heap.
+  return out
+
+
+def unique_name(name: str, taken) -> str:
+  """`name`, or `name-2`, `name-3`, ... if a subject already has it (two
+  runs both called `ref` stay two columns)."""
+  k, out = 1, name
+  while out in taken:
+    k += 1
+    out = f"{name}-{k}"
   return out
 
 

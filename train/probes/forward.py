@@ -171,9 +171,15 @@ def run(subject: Subject, x, y, text: str = "", batch: int = 4,
     done += n
     if progress:
       progress(done, len(x))
-  alpha = sums.pop("alpha")
+  alpha, nll = sums.pop("alpha"), np.concatenate(nll)
+  bad = int(nll.size - np.count_nonzero(np.isfinite(nll)))
+  if bad:  # Never a silent NaN in a report (loaders validate the weights;
+    raise ValueError(  # this is the last line of defence).
+        f"`model` {subject.name}: the forward pass gave {bad} non-finite "
+        f"log-likelihood(s) of {nll.size} (a broken checkpoint, or token "
+        f"ids past its {w.shape[0]} embedding rows?).")
   return Pass(subject.name, text, x, y, np.concatenate(hs),
-              np.concatenate(nll), np.concatenate(top1), alpha / alpha.sum(),
+              nll, np.concatenate(top1), alpha / alpha.sum(),
               {k: float(v) for k, v in sums.items()},
               np.concatenate(cos) if cos else None,
               {"forward": time.perf_counter() - start, "basis": basis_s})

@@ -43,6 +43,8 @@ def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
   `model` spec (subjects.SPECS)."""
   if probe not in FIGURES:
     raise ValueError(f"`probe` must be one of {PROBES}; got {probe!r}.")
+  subjects.check_text_spec(data, "data")
+  subjects.check_text_spec(ood_data, "ood_data")
   subject = subjects.load_subject(workdir, hf_dir, model, dtype)
   if probe == "frequency":
     return encoding.frequency_probe(subject)
@@ -50,15 +52,23 @@ def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
     return head.rowstats_probe(subject.head()[0], subject.name, seed)
   t = window_length(subject, window)
   x, y = subjects.windows(subject, data, n_windows, "val", seed, t)
+  ood = None
+  if probe in ("edit", "prune"):  # Its windows before the main forward.
+    ood = ood_data or subjects.other_source(subject)
+    try:
+      ood = (ood, *subjects.windows(subject, ood, max(1, n_windows // 2),
+                                    "val", seed, t))
+    except ValueError as e:  # Name the flag the user gave.
+      raise ValueError(f"`ood_data` {ood!r}: {e}") from None
   pass_ = forward.run(subject, x, y, data, gradient_sums=probe == "gradient",
                       progress=progress)
-  numbers, figures = _on_pass(probe, subject, pass_, ood_data, n_windows,
-                              seed, t, progress)
+  numbers, figures = _on_pass(probe, subject, pass_, ood, seed, progress)
   return {"subject": subject.describe(), "pass": pass_.describe(),
           **numbers}, figures
 
 
-def _on_pass(probe, subject, pass_, ood_data, n_windows, seed, t, progress):
+def _on_pass(probe, subject, pass_, ood, seed, progress):
+  """`ood`: (spec, x, y) of the out-of-domain windows (edit, prune)."""
   if probe == "sanity":
     return head.sanity_probe(subject, pass_)
   if probe == "gradient":
@@ -67,13 +77,8 @@ def _on_pass(probe, subject, pass_, ood_data, n_windows, seed, t, progress):
     return encoding.encoding_probe(subject, pass_)
   if probe == "cumulative":
     return head.cumulative_probe(subject, pass_)
-  ood = ood_data or subjects.other_source(subject)
-  try:
-    x, y = subjects.windows(subject, ood, max(1, n_windows // 2), "val",
-                            seed, t)
-  except ValueError as e:  # Name the flag the user gave.
-    raise ValueError(f"`ood_data` {ood!r}: {e}") from None
-  ood_pass = forward.run(subject, x, y, ood, gradient_sums=False,
+  spec, x, y = ood
+  ood_pass = forward.run(subject, x, y, spec, gradient_sums=False,
                          progress=progress)
   if probe == "edit":
     return encoding.edit_probe(subject, pass_, ood_pass, seed=seed)

@@ -97,9 +97,9 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
     else:
       raise ValueError(f"`model` must be {SPECS}; got {model!r}.")
   if hf_dir:
-    params, cfg = loaders.load_hf(hf_dir, dtype)
-    return Subject(_on_device(params), cfg,
-                   tokenizers.load("hf:" + hf_dir),
+    tok = tokenizers.load("hf:" + hf_dir)
+    params, cfg = loaders.load_hf(hf_dir, dtype, tok)
+    return Subject(_on_device(params), cfg, tok,
                    os.path.basename(os.path.normpath(hf_dir)))
   from train.training import runs  # pylint: disable=g-import-not-at-top
   params, cfg, tok, config = runs.load(workdir)
@@ -117,15 +117,38 @@ def other_source(subject: Subject) -> str:
   return "synthetic_stories" if own == "shakespeare" else "shakespeare"
 
 
+TEXT_SOURCES = tuple(s for s in data.SOURCES if s != "spamlang")
+
+
+def _text_defaults(tokenizer: str) -> dict:
+  return {"source": "shakespeare", "path": "", "online": False,
+          "val_fraction": 0.05, "cache_dir": "", "synthetic_stories": 4000,
+          "spamlang_vocab": 0, "seed": 0, "tokenizer": tokenizer}
+
+
+def check_text_spec(spec: str, arg: str) -> None:
+  """A text spec (`data_config`) names a text source whose files exist:
+  checked before a model is loaded; '' (the default) passes."""
+  if not spec:
+    return
+  source, _, path = spec.partition(":")
+  if source not in TEXT_SOURCES:
+    raise ValueError(f"`{arg}` {spec!r}: the source must be one of "
+                     f"{TEXT_SOURCES} (as SOURCE or SOURCE:PATH).")
+  d = config_dict.ConfigDict(dict(_text_defaults("byte"), source=source,
+                                  path=path))
+  try:
+    data.corpus_files(d)
+  except ValueError as e:
+    raise ValueError(f"`{arg}` {spec!r}: {e}") from None
+
+
 def data_config(spec: str, subject: Subject):
   """`--data`: synthetic_stories | shakespeare[:GLOBS] | python_docs |
   tinystories:PATH | text:GLOB ('' = the run's own training source; the
   packaged Shakespeare for real LLMs), read with the subject's tokenizer."""
   base = (subject.config.data.to_dict() if subject.config is not None
-          else {"source": "shakespeare", "path": "", "online": False,
-                "val_fraction": 0.05, "cache_dir": "",
-                "synthetic_stories": 4000, "spamlang_vocab": 0, "seed": 0,
-                "tokenizer": subject.tokenizer.name})
+          else _text_defaults(subject.tokenizer.name))
   d = config_dict.ConfigDict(base)
   if spec:
     source, _, path = spec.partition(":")

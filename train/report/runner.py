@@ -14,7 +14,6 @@ measured so far. One report per folder at a time (a lock).
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import threading
 import time
 
-from bottleneck.io import cli, lock
+from bottleneck.io import cli, hf, lock
 from train.report import (real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
 from train.report import section as section_lib
@@ -167,20 +166,42 @@ def _heartbeat(eta: Eta, stop: threading.Event) -> None:
     eta.say("running,")
 
 
+# A kept section's fields and their types (what `_write` reads).
+_SECTION_FIELDS = {"title": str, "markdown": str, "seconds": (int, float)}
+
+
 def _load(outdir: str, scale: str) -> dict:
-  """Sections already in the folder (same scale), to keep on re-runs."""
+  """Sections already in the folder (same scale), to keep on re-runs; a
+  results.json that is not a report's is an error naming the file and the
+  field, before any section runs."""
   path = os.path.join(outdir, "results.json")
   if not os.path.isfile(path):
     return {}
-  try:
-    with open(path) as f:
-      saved = json.load(f)
-  except (OSError, json.JSONDecodeError):
+  saved = hf.read_json(path, "outdir")
+
+  def bad(what):
+    return ValueError(f"`outdir` {path!r} is not a report's results.json "
+                      f"({what}): move it away, or give a new --outdir.")
+
+  if not isinstance(saved, dict):
+    raise bad(f"a JSON {type(saved).__name__}, not an object")
+  config, sections = saved.get("config"), saved.get("sections")
+  if not isinstance(config, dict) or not isinstance(sections, dict):
+    raise bad("no 'config' and 'sections' objects")
+  if config.get("scale") != scale:
     return {}
-  if saved.get("config", {}).get("scale") != scale:
-    return {}
-  return {k: v for k, v in saved.get("sections", {}).items()
-          if k in SECTIONS and "markdown" in v}
+  kept = {}
+  for name, section in sections.items():
+    if name not in SECTIONS:
+      continue
+    if not isinstance(section, dict):
+      raise bad(f"section {name!r} is not an object")
+    for field, kind in _SECTION_FIELDS.items():
+      if not isinstance(section.get(field), kind):
+        raise bad(f"section {name!r} has no {field!r} of type "
+                  f"{kind.__name__ if isinstance(kind, type) else 'number'}")
+    kept[name] = section
+  return kept
 
 
 def _write(outdir, config, env, sections: dict, state: str) -> None:
@@ -204,10 +225,7 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
                      ("results.json", cli.to_json(
                          {"environment": env, "config": config.to_dict(),
                           "state": state, "sections": sections}) + "\n")):
-    tmp = os.path.join(outdir, f".{name}.tmp")
-    with open(tmp, "w") as f:
-      f.write(text)
-    os.replace(tmp, os.path.join(outdir, name))  # Never half a file.
+    cli.write_atomic(os.path.join(outdir, name), text)  # Never half a file.
 
 
 # The quick scale's budget on the 2-core CPU (seconds, GB).

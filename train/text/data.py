@@ -17,7 +17,8 @@ Sources (`data.source`):
                      its first token, drawn uniformly from V tokens.
 
 Text sources are tokenised once into uint16 (uint32 if V > 65535) memmaps
-under a cache keyed by source, files and tokenizer. Batches are a pure
+under a cache keyed by a digest of the corpus's bytes and of the
+tokenizer's full definition. Batches are a pure
 function of (seed, step): windows of block_size + 1 tokens, in a fresh
 permutation every epoch; process p of P reads rows [pB/P, (p+1)B/P) of the
 global batch (its own shard), so resuming at step s reproduces the stream.
@@ -30,6 +31,7 @@ import glob
 import hashlib
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -125,6 +127,50 @@ def synthetic_stories(n: int, seed: int = 0) -> list[str]:
   return stories
 
 
+def corpus_files(cfg_data) -> tuple[list[str], list[str] | None]:
+  """(training files, validation files), or (files, None) for a source
+  split by tokens; ([], []) for a generated corpus."""
+  if cfg_data.source == "synthetic_stories":
+    return [], []
+  if cfg_data.source == "tinystories":
+    return _tinystories_files(cfg_data)
+  files = _text_files(cfg_data)
+  empty = [f for f in files if os.path.getsize(f) == 0]
+  if empty and len(empty) == len(files):
+    raise ValueError(f"`data.path` holds no text: {empty[:3]} "
+                     f"{'is' if len(empty) == 1 else 'are'} empty.")
+  return files, None
+
+
+def file_digest(path: str) -> str:
+  """sha256 of a file's bytes (read in 1 MiB blocks)."""
+  digest = hashlib.sha256()
+  with open(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def _corpus_key(cfg_data) -> dict:
+  """What decides the corpus's text: the source, the split, and a digest of
+  every file's bytes, in order (a file replaced by other bytes of the same
+  size and mtime, as `cp -p` or `rsync -t` leave it, is another corpus);
+  a generated corpus by its parameters and generator version."""
+  train, val = corpus_files(cfg_data)
+  desc = {"source": cfg_data.source, "val_fraction": cfg_data.val_fraction,
+          "train": [file_digest(f) for f in train],
+          "val": None if val is None else [file_digest(f) for f in val]}
+  if cfg_data.source == "synthetic_stories":
+    desc.update(n=cfg_data.synthetic_stories, seed=cfg_data.seed,
+                generator=STORIES_VERSION)
+  return desc
+
+
+def _digest(desc: dict) -> str:
+  return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()
+                        ).hexdigest()
+
+
 def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
                                   list[str]]:
   """(train docs or None, val docs or None, files that define the corpus)."""
@@ -132,25 +178,22 @@ def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
     stories = synthetic_stories(cfg_data.synthetic_stories, cfg_data.seed)
     n_val = max(1, int(len(stories) * cfg_data.val_fraction))
     return stories[:-n_val], stories[-n_val:], []
-  if cfg_data.source == "tinystories":
-    train, val = _tinystories_files(cfg_data)
-    docs = lambda fs: corpora.read_texts(fs).split(tokenizers.EOT)
-    train_docs = [d.strip() for d in docs(train) if d.strip()]
-    if val:
-      return train_docs, [d.strip() for d in docs(val) if d.strip()], \
-          train + val
-    n_val = max(1, int(len(train_docs) * cfg_data.val_fraction))
-    return train_docs[:-n_val], train_docs[-n_val:], train
-  files = _text_files(cfg_data)
-  empty = [f for f in files if os.path.getsize(f) == 0]
-  if empty and len(empty) == len(files):
-    raise ValueError(f"`data.path` holds no text: {empty[:3]} "
-                     f"{'is' if len(empty) == 1 else 'are'} empty.")
-  return None, None, files  # Split by tokens (the tail is validation).
+  train, val = corpus_files(cfg_data)
+  if cfg_data.source != "tinystories":
+    return None, None, train  # Split by tokens (the tail is validation).
+  docs = lambda fs: corpora.read_texts(fs).split(tokenizers.EOT)
+  train_docs = [d.strip() for d in docs(train) if d.strip()]
+  if val:
+    return train_docs, [d.strip() for d in docs(val) if d.strip()], \
+        train + val
+  n_val = max(1, int(len(train_docs) * cfg_data.val_fraction))
+  return train_docs[:-n_val], train_docs[-n_val:], train
 
 
 def tokenizer_for(cfg_data) -> tokenizers.Tokenizer:
-  """The run's tokenizer; bpe:N is trained on the training text and cached.
+  """The run's tokenizer; bpe:N is trained on the training text and cached
+  under the corpus's digest (a cached file that does not load is trained
+  again).
 
   (For sources split by tokens, the BPE sees the whole text, validation tail
   included: only the vocabulary, not the model, is fitted on it.)
@@ -158,31 +201,22 @@ def tokenizer_for(cfg_data) -> tokenizers.Tokenizer:
   n = tokenizers.bpe_size(cfg_data.tokenizer)
   if n is None:
     return tokenizers.load(cfg_data.tokenizer)
-  train_docs, _, files = _documents(cfg_data)
-  key = _cache_key(cfg_data, None, files)
+  key = _digest(_corpus_key(cfg_data))[:16]
   path = os.path.join(cache_root(cfg_data), "tokenizers", f"{key}-{n}.json")
-  if not os.path.isfile(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    texts = train_docs if train_docs is not None else [
-        corpora.read_texts([f]) for f in files]
-    tmp = f"{path}.tmp{os.getpid()}"
-    tokenizers.train_bpe(texts, n, tmp)
-    os.replace(tmp, path)
-  # The name carries the corpus key: token caches never mix two BPEs.
-  return tokenizers.from_file(path, f"{cfg_data.tokenizer}@{key}")
-
-
-def _cache_key(cfg_data, tokenizer, files) -> str:
-  desc = {"source": cfg_data.source,
-          "tokenizer": tokenizer.name if tokenizer else None,
-          "val_fraction": cfg_data.val_fraction,
-          "files": [(f, os.path.getsize(f), int(os.path.getmtime(f)))
-                    for f in files]}
-  if cfg_data.source == "synthetic_stories":
-    desc.update(n=cfg_data.synthetic_stories, seed=cfg_data.seed,
-                generator=STORIES_VERSION)
-  return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()
-                        ).hexdigest()[:16]
+  name = f"{cfg_data.tokenizer}@{key}"
+  if os.path.isfile(path):
+    try:
+      return tokenizers.from_file(path, name)
+    except ValueError as e:
+      print(f"warning: {e} Training it again.", file=sys.stderr)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  train_docs, _, files = _documents(cfg_data)
+  texts = train_docs if train_docs is not None else [
+      corpora.read_texts([f]) for f in files]
+  tmp = f"{path}.tmp{os.getpid()}"
+  tokenizers.train_bpe(texts, n, tmp)
+  os.replace(tmp, path)
+  return tokenizers.from_file(path, name)
 
 
 def _encode_docs(docs, tokenizer, path, dtype):
@@ -202,21 +236,41 @@ def _encode_docs(docs, tokenizer, path, dtype):
   os.replace(tmp, path)  # Atomic: a killed run leaves no half shard.
 
 
+def _cached_meta(meta_path: str, key: str) -> dict | None:
+  """The cache entry's meta.json if it is whole and was built for `key`
+  (its splits present with the sizes it records), else None."""
+  try:
+    with open(meta_path) as f:
+      meta = json.load(f)
+    itemsize = np.dtype(meta["dtype"]).itemsize
+    whole = meta["key"] == key and all(
+        os.path.getsize(meta[s]) == meta["tokens"][s] * itemsize
+        for s in ("train", "val"))
+  except (OSError, ValueError, KeyError, TypeError):
+    return None
+  return meta if whole else None
+
+
 def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
-  """Tokenises the source once; returns {'train': path, 'val': path, ...}."""
+  """Tokenises the source once; returns {'train': path, 'val': path, ...}.
+
+  The cache is keyed by the corpus's bytes and the tokenizer's full
+  definition (`Tokenizer.digest`); an entry that fails its check (another
+  key, a missing or truncated split, unreadable meta.json) is rebuilt."""
   if cfg_data.source not in SOURCES:
     raise ValueError(f"`data.source` must be one of {SOURCES}; got "
                      f"{cfg_data.source!r}.")
   if not 0.0 < cfg_data.val_fraction < 1.0:
     raise ValueError("`data.val_fraction` must be in (0, 1); got "
                      f"{cfg_data.val_fraction}.")
-  train_docs, val_docs, files = _documents(cfg_data)
-  folder = os.path.join(cache_root(cfg_data), "tokens",
-                        _cache_key(cfg_data, tokenizer, files))
+  key = _digest({"corpus": _corpus_key(cfg_data),
+                 "tokenizer": tokenizer.digest})
+  folder = os.path.join(cache_root(cfg_data), "tokens", key[:16])
   meta_path = os.path.join(folder, "meta.json")
-  if os.path.isfile(meta_path):
-    with open(meta_path) as f:
-      return json.load(f)
+  meta = _cached_meta(meta_path, key)
+  if meta is not None:
+    return meta
+  train_docs, val_docs, files = _documents(cfg_data)
   os.makedirs(folder, exist_ok=True)
   dtype = np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32
   paths = {s: os.path.join(folder, f"{s}.bin") for s in ("train", "val")}
@@ -238,8 +292,8 @@ def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
   else:
     _encode_docs(train_docs, tokenizer, paths["train"], dtype)
     _encode_docs(val_docs, tokenizer, paths["val"], dtype)
-  meta = dict(paths, dtype=np.dtype(dtype).name, tokenizer=tokenizer.name,
-              vocab_size=tokenizer.vocab_size,
+  meta = dict(paths, key=key, dtype=np.dtype(dtype).name,
+              tokenizer=tokenizer.name, vocab_size=tokenizer.vocab_size,
               tokens={s: int(os.path.getsize(p) // np.dtype(dtype).itemsize)
                       for s, p in paths.items()})
   with open(f"{meta_path}.tmp{os.getpid()}", "w") as f:

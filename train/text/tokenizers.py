@@ -15,21 +15,45 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import importlib.util
+import json
 import os
 from typing import Callable
 
 EOT = "<|endoftext|>"
+# Bump when this module or train/text/vocab.py changes how a definition
+# becomes token ids: every token cache keyed by the old digests is dropped.
+ENCODING_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class Tokenizer:
-  name: str  # Identifies the vocabulary (token caches are keyed by it).
+  name: str  # What a report calls it (not a cache key: see `digest`).
   vocab_size: int
   eot_id: int  # Separates documents.
   encode: Callable[[str], list[int]]  # Never adds BOS.
   decode: Callable[[list[int]], str]
   bos_id: int | None = None  # Prepended to windows / prompts when set.
+  # The full definition as text (vocabulary, merges or scores, normalizer,
+  # pre-tokenizer, special tokens, flags): `tokenizers.Tokenizer.to_str()`
+  # for the BPEs, called only when a cache needs the digest.
+  definition: Callable[[], str] = dataclasses.field(
+      default=lambda: "", repr=False, compare=False)
+
+  @functools.cached_property
+  def digest(self) -> str:
+    """sha256 of what decides the ids: the definition, the wrapper's flags
+    and ENCODING_VERSION. Token caches are keyed by it, so two tokenizers
+    that share a name (two files called model.gguf) never share a cache."""
+    text = self.definition()
+    if not text:
+      raise ValueError(f"tokenizer {self.name!r} has no definition to key "
+                       "a token cache by.")
+    flags = (f"v{ENCODING_VERSION}|{self.vocab_size}|{self.eot_id}|"
+             f"{self.bos_id}|")
+    return hashlib.sha256((flags + text).encode()).hexdigest()
 
 
 def gpt2_files() -> tuple[str, str]:
@@ -49,7 +73,8 @@ def _gpt2() -> Tokenizer:
   return Tokenizer("gpt2", tok.get_vocab_size(), tok.token_to_id(EOT),
                    lambda text: tok.encode(text).ids,
                    lambda ids: tok.decode(list(ids),
-                                          skip_special_tokens=False))
+                                          skip_special_tokens=False),
+                   definition=lambda: "gpt2|" + tok.to_str())
 
 
 def _byte() -> Tokenizer:
@@ -71,13 +96,17 @@ def _byte() -> Tokenizer:
         buf.append(int(i))
     return "".join(chunks) + buf.decode("utf-8", errors="replace")
 
-  return Tokenizer("byte", 257, 256, encode, decode)
+  return Tokenizer("byte", 257, 256, encode, decode,
+                   definition=lambda: "byte: UTF-8 bytes, <|endoftext|> = 256")
 
 
 # Any one of these sets makes a folder loadable by AutoTokenizer offline.
 _HF_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"),
                        ("vocab.txt",), ("tokenizer.model",),
                        ("spiece.model",))
+# Files whose bytes define a slow tokenizer (one without a to_str()).
+_HF_DEFINITION_FILES = {f for files in _HF_TOKENIZER_FILES for f in files} | {
+    "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"}
 
 
 def _hf(directory: str) -> Tokenizer:
@@ -89,13 +118,44 @@ def _hf(directory: str) -> Tokenizer:
         f"`data.tokenizer` hf:{directory!r} has no tokenizer files (looked "
         f"for one of {[' + '.join(f) for f in _HF_TOKENIZER_FILES]}); copy "
         "the model's tokenizer into the folder.")
+  for name in ("tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "vocab.json"):
+    path = os.path.join(directory, name)
+    if os.path.isfile(path):  # AutoTokenizer's JSON errors name no file.
+      try:
+        with open(path, encoding="utf-8") as f:
+          json.load(f)
+      except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"`data.tokenizer` hf:{directory!r}: {name} is not "
+                         f"valid JSON ({e}).") from None
   from transformers import AutoTokenizer  # pylint: disable=g-import-not-at-top
-  tok = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+  try:
+    tok = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+  except Exception as e:  # transformers raises many types for bad files.
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    raise ValueError(f"`data.tokenizer` hf:{directory!r}: its tokenizer "
+                     f"files could not be loaded ({type(e).__name__}: "
+                     f"{first}).") from None
   eot = tok.eos_token_id if tok.eos_token_id is not None else (
       tok.sep_token_id if tok.sep_token_id is not None else 0)
   return Tokenizer(f"hf:{directory}", len(tok), int(eot),
                    lambda text: tok.encode(text, add_special_tokens=False),
-                   lambda ids: tok.decode(list(ids)), _bos(tok))
+                   lambda ids: tok.decode(list(ids)), _bos(tok),
+                   definition=lambda: _hf_definition(tok, directory))
+
+
+def _hf_definition(tok, directory: str) -> str:
+  """A fast tokenizer's own definition (special tokens included), else the
+  bytes of every tokenizer file in the folder."""
+  backend = getattr(tok, "backend_tokenizer", None)
+  if backend is not None:
+    return "hf|" + backend.to_str()
+  digest = hashlib.sha256()
+  for name in sorted(os.listdir(directory)):
+    if name in _HF_DEFINITION_FILES:
+      with open(os.path.join(directory, name), "rb") as f:
+        digest.update(name.encode() + b"\0" + f.read())
+  return "hf-files|" + digest.hexdigest()
 
 
 def _bos(tok) -> int | None:
@@ -132,12 +192,21 @@ def train_bpe(texts, vocab_size: int, path: str) -> None:
 
 
 def from_file(path: str, name: str) -> Tokenizer:
+  """A tokenizers JSON file (a trained bpe:N); ValueError if unreadable."""
   from tokenizers import Tokenizer as HFTok  # pylint: disable=g-import-not-at-top
-  tok = HFTok.from_file(path)
-  return Tokenizer(name, tok.get_vocab_size(), tok.token_to_id(EOT),
+  try:
+    tok = HFTok.from_file(path)
+  except Exception as e:  # tokenizers raises its own Exception types.
+    raise ValueError(f"tokenizer file {path!r} is not a readable tokenizers "
+                     f"JSON file: {str(e)[:200]}.") from None
+  eot = tok.token_to_id(EOT)
+  if eot is None:
+    raise ValueError(f"tokenizer file {path!r} has no {EOT} token.")
+  return Tokenizer(name, tok.get_vocab_size(), eot,
                    lambda text: tok.encode(text).ids,
                    lambda ids: tok.decode(list(ids),
-                                          skip_special_tokens=False))
+                                          skip_special_tokens=False),
+                   definition=lambda: "file|" + tok.to_str())
 
 
 def load(name: str) -> Tokenizer:

@@ -21,8 +21,6 @@ the probes and the sampler prepend it, `encode` never does.
 
 from __future__ import annotations
 
-import dataclasses
-
 from train.text import tokenizers
 
 SPACE = "\u2581"
@@ -40,11 +38,16 @@ _PRE = {
 }
 
 
-def _wrap(tok, name: str, eos: int, bos: int | None) -> tokenizers.Tokenizer:
+def _wrap(tok, name: str, eos: int, bos: int | None,
+          space_prefix: bool = False) -> tokenizers.Tokenizer:
+  """`space_prefix`: SentencePiece's dummy prefix, one space before the
+  text (add_space_prefix)."""
+  prefix = " " if space_prefix else ""
   return tokenizers.Tokenizer(
       name, tok.get_vocab_size(), eos, lambda text: tok.encode(
-          text, add_special_tokens=False).ids,
-      lambda ids: tok.decode(list(ids), skip_special_tokens=False), bos)
+          prefix + text, add_special_tokens=False).ids,
+      lambda ids: tok.decode(list(ids), skip_special_tokens=False), bos,
+      definition=lambda: f"gguf|prefix={prefix!r}|{tok.to_str()}")
 
 
 def bpe_tokenizer(name: str, tokens, merges, eos: int, bos: int | None = None,
@@ -118,8 +121,4 @@ def spm_tokenizer(name: str, tokens, scores, types, eos: int,
   if user:  # Matched on the raw text, before the normalizer.
     tok.add_tokens([AddedToken(t, normalized=False, special=False)
                     for t in user])
-  out = _wrap(tok, name, eos, bos)
-  if add_space_prefix:  # The dummy prefix: one space before the text.
-    out = dataclasses.replace(out, encode=lambda text: tok.encode(
-        " " + text, add_special_tokens=False).ids)
-  return out
+  return _wrap(tok, name, eos, bos, add_space_prefix)

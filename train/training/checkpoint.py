@@ -5,15 +5,19 @@ exists), checkpoints/<step>/{state, data} and, while a trainer runs, a lock
 file naming its process. Restarting with the same command resumes
 from the newest finished checkpoint; orbax writes each one to a temporary
 folder and renames it when complete, so a killed run leaves only finished
-checkpoints behind. A checkpoint that cannot be restored, or a workdir made
-with a different model or data, is an error: never a silent fresh start.
+checkpoints behind. A checkpoint that cannot be restored is moved aside
+and the previous one restored (one warning line); none restorable, or a
+workdir made with a different model or data, is an error: never a silent
+fresh start.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-
+import sys
+import warnings
 
 import jax
 import orbax.checkpoint as ocp
@@ -30,6 +34,34 @@ LOCK = "trainer.lock"
 
 class CheckpointError(ValueError):
   pass
+
+
+_ABANDONED_READ = "_read_array_index_and_device_put"  # orbax's coroutine.
+
+
+def _quiet_abandoned_reads() -> None:
+  """When a restore fails, orbax abandons its other reads in flight: each
+  then reports as an unraisable exception (the coroutine's own error, or
+  'Event loop is closed' from tensorstore's callback), a 'never awaited'
+  warning or an asyncio log: thousands of lines after the one error that
+  matters. Those are dropped (installed once, before restores); any other
+  unraisable exception still reaches the default hook."""
+  if getattr(sys.unraisablehook, "quiet_reads", False):
+    return
+  default = sys.unraisablehook
+
+  def hook(unraisable):
+    obj = unraisable.object
+    closed = (isinstance(unraisable.exc_value, RuntimeError) and
+              "Event loop is closed" in str(unraisable.exc_value))
+    if not closed and _ABANDONED_READ not in getattr(obj, "__qualname__",
+                                                     ""):
+      default(unraisable)
+
+  hook.quiet_reads = True
+  sys.unraisablehook = hook
+  warnings.filterwarnings("ignore", message=f"coroutine '{_ABANDONED_READ}'")
+  logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 def _get(cfg: dict, dotted: str):
@@ -112,16 +144,51 @@ class Checkpointer:
     target = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
         abstract_state)
+    _quiet_abandoned_reads()
     try:
       out = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(target),
           data=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except
+      first = (str(e).strip().splitlines() or [""])[0]
+      first = first.split(". See full TensorStore details")[0][:200]
       raise CheckpointError(
           f"checkpoint {step} in {self.directory} could not be restored "
-          f"({type(e).__name__}: {str(e)[:300]}). Refusing to start from "
-          "scratch: repair or delete it, or use a new --workdir.") from e
+          f"({type(e).__name__}: {first})") from None
     return out["state"], out["data"]
+
+  def restore_newest(self, abstract_state, usable=lambda state: True):
+    """(state, data position, step) of the newest checkpoint that restores
+    and is `usable`; the newer ones that do not are then moved to
+    <workdir>/corrupt_checkpoints/ (kept for a look, out of the way of the
+    steps to come), one warning line each. None if there is no checkpoint;
+    CheckpointError, with nothing moved, if none restores."""
+    steps, failed = self.all_steps(), []
+    for step in reversed(steps):
+      try:
+        state, data = self.restore(step, abstract_state)
+        if not usable(state):
+          raise CheckpointError(f"checkpoint {step} in {self.directory} "
+                                "holds non-finite values")
+      except CheckpointError as e:
+        failed.append((step, e))
+        continue
+      for bad, error in failed:
+        aside = os.path.join(os.path.dirname(self.directory),
+                             "corrupt_checkpoints", str(bad))
+        os.makedirs(os.path.dirname(aside), exist_ok=True)
+        os.replace(os.path.join(self.directory, str(bad)), aside)
+        print(f"warning: {error}; moved to {aside}; resuming from step "
+              f"{step}.", file=sys.stderr)
+      if failed:
+        self.manager.reload()
+      return state, data, step
+    if failed:
+      raise CheckpointError(
+          f"none of the checkpoints {steps} in {self.directory} could be "
+          f"restored (newest: {failed[0][1]}). Refusing to start from "
+          "scratch: repair or delete them, or use a new --workdir.")
+    return None
 
   def close(self) -> None:
     self.manager.wait_until_finished()

@@ -8,7 +8,6 @@ measured numbers. Formatting is the report's business (train/report/).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -30,8 +29,7 @@ def _short_run(cfg, steps: int, eval_every: int, log_every: int):
 
 def read_metrics(workdir: str) -> list[dict]:
   """The rows of a run's metrics.jsonl."""
-  with open(os.path.join(workdir, "metrics.jsonl")) as f:
-    return [json.loads(line) for line in f]
+  return trainer.read_metrics(os.path.join(workdir, "metrics.jsonl"))
 
 
 def val_curve(rows) -> list[tuple[int, float]]:

@@ -12,7 +12,7 @@ from ml_collections import config_dict
 
 from bottleneck import sharding
 from bottleneck.io import hf
-from train.models import gpt
+from train.models import gpt, validate
 from train.text import data
 from train.training import checkpoint, trainer
 
@@ -22,7 +22,12 @@ def read_config(workdir: str) -> config_dict.ConfigDict:
   if not os.path.isfile(path):
     raise ValueError(f"`workdir` {workdir!r} has no config.json (not a run, "
                      "or its first checkpoint is not written yet).")
-  return config_dict.ConfigDict(hf.read_json(path, "workdir"))
+  saved = hf.read_json(path, "workdir")
+  if not isinstance(saved, dict) or not all(
+      isinstance(saved.get(k), dict) for k in ("model", "data", "train")):
+    raise ValueError(f"`workdir` {path!r} is not a run's config (a JSON "
+                     "object with model, data and train sections).")
+  return config_dict.ConfigDict(saved)
 
 
 def steps(workdir: str) -> list[int]:
@@ -57,6 +62,13 @@ def load(workdir: str):
   config = read_config(workdir)
   if config.data.source == "spamlang":
     raise ValueError(f"`workdir` {workdir!r} is a SpamLang run: no text.")
-  params, _ = restore_params(workdir, config)
-  return (params, gpt.GPTConfig(**config.model.to_dict()),
-          data.tokenizer_for(config.data), config)
+  where = f"`model` run:{workdir!r}"
+  cfg = validate.config(lambda: gpt.GPTConfig(**config.model.to_dict()), {},
+                        "config.json ", where)
+  tok = data.tokenizer_for(config.data)
+  validate.tokenizer(tok, cfg, where)
+  params, step = restore_params(workdir, config)
+  for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+    validate.finite(f"{jax.tree_util.keystr(path)} (step {step})", leaf,
+                    where)
+  return params, cfg, tok, config

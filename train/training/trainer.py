@@ -203,18 +203,39 @@ class Trainer:
     return None
 
 
+def _row(line: str):
+  """A metrics.jsonl row, or None if the line is not one (cut off by a
+  kill mid-write, or edited): a JSON object with an integer step."""
+  try:
+    row = json.loads(line)
+  except json.JSONDecodeError:
+    return None
+  ok = isinstance(row, dict) and isinstance(row.get("step"), int)
+  return row if ok else None
+
+
 class MetricsLog:
-  """metrics.jsonl; rows after the resume step are dropped on restart."""
+  """metrics.jsonl; rows after the resume step are dropped on restart, and
+  lines that are not rows (the last one cut off by a kill) with a warning:
+  the log never blocks a resume."""
 
   def __init__(self, path: str, resume_step: int, enabled: bool):
     self.path, self.enabled = path, enabled
     if not enabled:
       return
-    rows = []
+    rows, bad = [], []
     if os.path.isfile(path):
-      with open(path) as f:
-        rows = [r for r in map(json.loads, filter(str.strip, f))
-                if r["step"] <= resume_step]
+      with open(path, errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+          if line.strip():
+            row = _row(line)
+            if row is None:
+              bad.append(number)
+            elif row["step"] <= resume_step:
+              rows.append(row)
+    if bad:
+      print(f"warning: {path}: dropped line(s) {bad[:5]} (not a metrics "
+            "row: cut off by a kill, or edited).", file=sys.stderr)
     with open(path, "w") as f:
       f.writelines(json.dumps(r) + "\n" for r in rows)
 
@@ -224,18 +245,51 @@ class MetricsLog:
         f.write(json.dumps(row) + "\n")
 
   def rows(self) -> list[dict]:
-    with open(self.path) as f:
-      return [json.loads(line) for line in f if line.strip()]
+    return read_metrics(self.path)
+
+
+def read_metrics(path: str) -> list[dict]:
+  """The rows of a metrics.jsonl (lines that are not rows left out)."""
+  with open(path, errors="replace") as f:
+    return [r for r in map(_row, f) if r is not None]
+
+
+_INF = float("inf")
+# Every number of the training config that the model and the schedule do
+# not check themselves: (low, high, low closed, high closed).
+RANGES = {
+    "train.weight_decay": (0.0, _INF, True, False),
+    "train.b1": (0.0, 1.0, True, False),
+    "train.b2": (0.0, 1.0, True, False),  # b2 = 1: Adam's nu never moves.
+    "train.eps": (0.0, _INF, False, False),
+    "train.grad_clip": (0.0, _INF, True, False),
+    "data.val_fraction": (0.0, 1.0, False, False),
+    "peak_flops": (0.0, _INF, True, False),
+}
+INT_RANGES = {"seed": (0, 2**31 - 1), "data.seed": (0, 2**31 - 1),
+              "data.synthetic_stories": (2, 10**8),
+              "data.spamlang_vocab": (2, 2**31 - 1)}
 
 
 def check_config(config) -> None:
-  """Counts and periods that would divide by zero or never fire."""
+  """Every value range-checked before anything runs (one error naming the
+  field and its range): counts and periods that would divide by zero or
+  never fire, the optimizer's and the data's numbers, the schedule and the
+  model's fields (its config class checks them)."""
   for key in ("eval_every", "log_every", "checkpoint_every", "eval_batches",
               "keep_checkpoints"):
     checks.positive_int(key, config[key])
   for key in ("steps", "batch_size", "grad_accum"):
     checks.positive_int(f"train.{key}", config.train[key])
+  get = lambda dotted: functools.reduce(lambda c, k: c[k],
+                                        dotted.split("."), config)
+  for key, (lo, hi, lo_closed, hi_closed) in RANGES.items():
+    checks.number_in(key, get(key), lo, hi, lo_closed=lo_closed,
+                     hi_closed=hi_closed)
+  for key, (lo, hi) in INT_RANGES.items():
+    checks.int_in_range(key, get(key), lo, hi)
   optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
+  model_lib.GPTConfig(**config.model.to_dict())
 
 
 # A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
@@ -277,17 +331,14 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
                   if isinstance(train_loader, data.WindowLoader) else None)
   ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints,
                                  config.async_checkpoint)
-  start = ckpt.latest_step() or 0
-  if start:
-    if lead:
-      checkpoint.check_tokens(workdir, token_counts)
-    state, _ = ckpt.restore(start, tr.restore_target())
-    if not bool(jax.jit(all_finite)(state)):
-      raise ValueError(f"`workdir` {workdir!r}: the checkpoint of step "
-                       f"{start} holds non-finite values (corrupted); move "
-                       "it away to resume from an earlier one.")
+  if lead and ckpt.latest_step():
+    checkpoint.check_tokens(workdir, token_counts)
+  restored = ckpt.restore_newest(
+      tr.restore_target(), lambda s: bool(jax.jit(all_finite)(s)))
+  if restored:
+    state, _, start = restored
   else:
-    state = tr.init_fn()
+    state, start = tr.init_fn(), 0
   log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
   probes = [(name, every, jax.jit(fn)) for name, every, fn in
             (hooks(tr.model, tr.model_cfg) if hooks else [])]

@@ -76,22 +76,22 @@ def config_from_hf(config: dict, where: str):
 def config_from_gguf(meta, where: str):
   del where
   kind = meta.arch
-  n_embd, n_head = int(meta.get("embedding_length")), int(meta.get(
-      "attention.head_count"))
-  n_layer = int(meta.get("block_count"))
+  n_embd = meta.integer("embedding_length")
+  n_head = meta.integer("attention.head_count")
+  n_layer = meta.integer("block_count")
   big = n_layer == (62 if kind == "gemma3" else 46)  # 27B: d / heads.
-  key = int(meta.get("attention.key_length", n_embd // n_head))
+  key = meta.integer("attention.key_length", max(n_embd // n_head, 1))
   switches = _common(kind, n_embd, n_layer)
   switches.update(
-      sliding_window=int(meta.get("attention.sliding_window")),
+      sliding_window=meta.integer("attention.sliding_window"),
       query_scale=(n_embd / n_head if big else key) ** -0.5,
       tied="output.weight" not in meta.tensors)
   if kind == "gemma3":
     switches["rope_local_theta"] = LOCAL_THETA
   else:
     switches.update(
-        attn_softcap=float(meta.get("attn_logit_softcapping", 50.0)),
-        final_softcap=float(meta.get("final_logit_softcapping", 30.0)))
+        attn_softcap=meta.number("attn_logit_softcapping", 50.0),
+        final_softcap=meta.number("final_logit_softcapping", 30.0))
   cfg = llamalike.gguf_config(meta, **switches)
   return dataclasses.replace(cfg, rope_divisors=llamalike.gguf_rope_divisors(
       meta, cfg.rotary_dim, cfg.rope_theta))

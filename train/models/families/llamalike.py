@@ -155,10 +155,16 @@ INT_FIELDS = ("vocab_size", "num_hidden_layers", "num_attention_heads",
 
 
 def require_int_fields(config: dict, where: str, fields=INT_FIELDS) -> None:
-  missing = [k for k in fields if not isinstance(config.get(k), int)]
+  """Each field present as an integer >= 1 (sizes the config divides by)."""
+  missing = [k for k in fields if not isinstance(config.get(k), int) or
+             isinstance(config.get(k), bool)]
   if missing:
     raise ValueError(f"{where}: config.json lacks the integer field(s) "
                      f"{missing}.")
+  for k in fields:
+    if config[k] < 1:
+      raise ValueError(f"{where}: config.json {k} = {config[k]} must be an "
+                       "integer >= 1.")
 
 
 def hf_rope(config: dict, where: str, head_dim: int, default_theta=10000.0):
@@ -204,19 +210,19 @@ def hf_config(c: dict, where: str, **switches) -> transformer.TransformerConfig:
 
 def gguf_config(meta, **switches) -> transformer.TransformerConfig:
   """The fields every llama-like GGUF file shares, plus `switches`."""
-  n_head = int(meta.get("attention.head_count"))
-  n_embd = int(meta.get("embedding_length"))
-  head_dim = int(meta.get("attention.key_length", n_embd // n_head))
-  n_vocab = meta.get("vocab_size", None) or len(meta.raw(
+  n_head = meta.integer("attention.head_count")
+  n_embd = meta.integer("embedding_length")
+  head_dim = meta.integer("attention.key_length", max(n_embd // n_head, 1))
+  n_vocab = meta.integer("vocab_size", 0, lo=0) or len(meta.raw_list(
       "tokenizer.ggml.tokens"))
-  context = int(meta.get("context_length", 2048))
+  context = meta.integer("context_length", 2048)
   fields = dict(
-      vocab_size=int(n_vocab), n_layer=int(meta.get("block_count")),
+      vocab_size=n_vocab, n_layer=meta.integer("block_count"),
       n_head=n_head,
-      n_kv_head=int(meta.get("attention.head_count_kv", n_head)),
-      n_embd=n_embd, ffn_dim=int(meta.get("feed_forward_length")),
-      head_dim=head_dim, rope_theta=float(meta.get("rope.freq_base", 1e4)),
-      norm_eps=float(meta.get("attention.layer_norm_rms_epsilon")),
+      n_kv_head=meta.integer("attention.head_count_kv", n_head),
+      n_embd=n_embd, ffn_dim=meta.integer("feed_forward_length"),
+      head_dim=head_dim, rope_theta=meta.number("rope.freq_base", 1e4),
+      norm_eps=meta.number("attention.layer_norm_rms_epsilon"),
       tied="output.weight" not in meta.tensors,
       context_length=context, block_size=min(context, 2048))
   fields.update(switches)
@@ -230,7 +236,7 @@ def gguf_rope_divisors(meta, rotary_dim: int, theta: float) -> tuple:
   kind = meta.get("rope.scaling.type", "none")
   return rope_divisors(
       {"rope_type": "default" if kind == "none" else kind,
-       "factor": meta.get("rope.scaling.factor", 1.0)}, rotary_dim, theta,
+       "factor": meta.number("rope.scaling.factor", 1.0)}, rotary_dim, theta,
       f"`model` {meta.path!r}: {meta.arch}.rope.scaling")
 
 
