@@ -6,16 +6,20 @@ loading SmolLM2-135M and Gemma 3 270M).
 Loads each GGUF with train.models.loaders.load_gguf in interleaved pairs,
 validation on and every check replaced by a no-op (same process, same warm
 file cache). Reported per model (one JSON line):
-  check_s   the seconds spent inside the checks (block count, tokenizer,
-            every tensor's finiteness: a quantised tensor's float16 scales,
-            a float tensor's values), and check_share = check_s over the
-            unvalidated load;
-  added_s   the median of the pairs' load-time differences (the whole
-            effect, but this VM's noise is several times 1 %: its
-            quartiles are printed beside it).
+  check_s         the seconds inside the checks: block count, tokenizer,
+                  every tensor's finiteness (gguf_file.nonfinite_tensors: a
+                  quantised tensor's float16 scales, a float tensor's
+                  values), the last on a second thread beside the load;
+  load_thread_s   what the load's own thread spends on them: the checks it
+                  runs itself plus its wait for the second thread's answer
+                  (load_thread_share: over the unvalidated load);
+  added_s         the median of the pairs' load-time differences (the
+                  whole effect, but this VM's noise is several times 1 %:
+                  its quartiles are printed beside it).
 """
 
 import collections
+import concurrent.futures
 import json
 import statistics
 import time
@@ -23,7 +27,6 @@ from unittest import mock
 
 from absl import app, flags
 
-from bottleneck import checks
 from bottleneck.io import gguf_file, zoo
 from train.models import loaders, validate
 
@@ -35,13 +38,37 @@ flags.DEFINE_list("models", ["smollm2", "gemma3"], "Offline models.")
 # family's own config reader, which ran before validation existed (the
 # range checks it adds are the configs' __post_init__: microseconds).
 CHECKS = ((validate, "layer_count", None), (validate, "tokenizer", None),
-          (validate, "finite", None), (gguf_file, "_scales_finite", True),
-          (checks, "nonfinite_count", 0))
+          (validate, "finite", None), (gguf_file, "nonfinite_tensors", []))
+
+
+class _TimedPool(concurrent.futures.ThreadPoolExecutor):
+  """The loader's pool, the load thread's wait in result() added to
+  SECONDS['wait']."""
+
+  def __init__(self, *args, **kw):
+    super().__init__(*args, **kw)
+
+  def submit(self, *args, **kw):
+    future = super().submit(*args, **kw)
+    result = future.result
+
+    def timed(*a, **k):
+      start = time.perf_counter()
+      try:
+        return result(*a, **k)
+      finally:
+        SECONDS["wait"] += time.perf_counter() - start
+    future.result = timed
+    return future
+
+
+SECONDS = collections.Counter()
 
 
 def _instrumented(seconds):
   """Patches adding each check's seconds to seconds[name]."""
-  patches = []
+  patches = [mock.patch.object(loaders.concurrent.futures,
+                               "ThreadPoolExecutor", _TimedPool)]
   for module, name, _ in CHECKS:
     real = getattr(module, name)
 
@@ -72,11 +99,14 @@ def main(argv):
   for name in FLAGS.models:
     path = zoo.path(name)
     _load(path)  # Warm the file cache and the tokenizer code.
-    on, off, spent = [], [], []
+    on, off, spent, thread = [], [], [], []
     for _ in range(FLAGS.repeats):  # Interleaved: the VM's speed drifts.
-      seconds = collections.Counter()
-      on.append(_load(path, _instrumented(seconds)))
-      spent.append(sum(seconds.values()))
+      SECONDS.clear()
+      on.append(_load(path, _instrumented(SECONDS)))
+      spent.append(sum(v for k, v in SECONDS.items() if k != "wait"))
+      thread.append(sum(v for k, v in SECONDS.items()
+                        if k not in ("wait", "nonfinite_tensors")) +
+                    SECONDS["wait"])
       off.append(_load(path, [mock.patch.object(m, n, lambda *a, _v=v, **k:
                                                 _v) for m, n, v in CHECKS]))
     diffs = sorted(a - b for a, b in zip(on, off))
@@ -86,7 +116,8 @@ def main(argv):
         "load_s_validated": round(statistics.median(on), 4),
         "load_s_unvalidated": round(base, 4),
         "check_s": round(statistics.median(spent), 4),
-        "check_share": round(statistics.median(spent) / base, 5),
+        "load_thread_s": round(statistics.median(thread), 4),
+        "load_thread_share": round(statistics.median(thread) / base, 5),
         "added_s": round(statistics.median(diffs), 4),
         "added_s_quartiles": [round(diffs[len(diffs) // 4], 4),
                               round(diffs[(3 * len(diffs)) // 4], 4)]}))

@@ -233,12 +233,16 @@ F16_SCALES = {"Q8_0": (0,), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,),
               "Q5_1": (0, 2), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
 
 
-def _scales_finite(raw_rows: np.ndarray, kind: str, block: int) -> bool:
-  """Whether every float16 scale in these rows of `block`-byte
-  quantisation blocks is finite: one strided read per block of its scales
-  (both at once where there are two, d and m), exponent bits all set
-  meaning inf or NaN."""
-  flat = np.asarray(raw_rows).reshape(-1)
+# Exponent bits of the float types a GGUF stores elements in: a value is
+# inf or NaN iff all of them are set.
+_EXPONENT = {"F16": ("<u2", 0x7C00), "BF16": ("<u2", 0x7F80)}
+
+
+def _scales_finite(raw: np.ndarray, kind: str, block: int) -> bool:
+  """Whether every float16 scale of these `block`-byte quantisation
+  blocks is finite: one strided read per block of its scales (both at once
+  where there are two, d and m)."""
+  flat = np.asarray(raw).reshape(-1)
   n, offsets = flat.size // block, F16_SCALES[kind]
   if len(offsets) == 2:  # d, m adjacent: one 32-bit read.
     pair = np.ndarray((n,), "<u4", flat, offsets[0], (block,))
@@ -249,36 +253,60 @@ def _scales_finite(raw_rows: np.ndarray, kind: str, block: int) -> bool:
   return not ((scale & 0x7C00) == 0x7C00).any()
 
 
-def tensor(t, path: str) -> np.ndarray:
-  """One tensor, dequantised to float32 in numpy's (outer-first) shape; a
-  tensor holding NaN or inf is an error naming the file and the tensor
-  (a quantised one by its scales, 2-4 bytes of every 18-210)."""
+def finite(t) -> bool:
+  """Whether a tensor's dequantised values are all finite, read from its
+  stored bytes: a quantised tensor's float16 scales (2-4 bytes of every
+  18-210-byte block; the rest are small integers), a float tensor's
+  values. Only Q8_K (a float32 scale times int8 can overflow) is
+  dequantised for it."""
+  import gguf  # pylint: disable=g-import-not-at-top
+  kind = t.tensor_type.name
+  data = np.asarray(t.data)
+  if kind in F16_SCALES:
+    return _scales_finite(data, kind,
+                          gguf.constants.GGML_QUANT_SIZES[t.tensor_type][1])
+  if kind in _EXPONENT:
+    dtype, mask = _EXPONENT[kind]
+    bits = data.reshape(-1).view(dtype)
+    return not ((bits & mask) == mask).any()
+  if data.dtype.kind == "f":
+    return not checks.nonfinite_count(data)
+  return not checks.nonfinite_count(tensor(t, "", check=False))
+
+
+def nonfinite_tensors(tensors) -> list[str]:
+  """Names of the tensors (Reader.tensors) holding a NaN or inf."""
+  return [t.name for t in tensors if not finite(t)]
+
+
+def nonfinite_error(t, path: str) -> ValueError:
+  out = tensor(t, path, check=False)
+  return ValueError(f"`model` {path!r}: tensor {t.name} holds "
+                    f"{checks.nonfinite_count(out)} NaN/inf value(s) of "
+                    f"{out.size}.")
+
+
+def tensor(t, path: str, check: bool = True) -> np.ndarray:
+  """One tensor, dequantised to float32 in numpy's (outer-first) shape; with
+  `check`, one holding NaN or inf is an error naming the file and the
+  tensor (`finite`, read from the stored bytes first)."""
   import gguf  # pylint: disable=g-import-not-at-top
   kind = t.tensor_type.name
   if kind not in SUPPORTED:
     raise ValueError(f"`model` {path!r}: tensor {t.name} has quantisation "
                      f"type {kind}, not supported ({', '.join(SUPPORTED)}).")
+  if check and not finite(t):
+    raise nonfinite_error(t, path)
   shape = tuple(int(s) for s in t.shape[::-1])
   row_len, n_rows = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
   rows = np.asarray(t.data).reshape(n_rows, -1)  # Elements or block bytes.
   out = np.empty((n_rows, row_len), np.float32)
-  block = gguf.constants.GGML_QUANT_SIZES[t.tensor_type][1]
-  finite = True
   for i in range(0, n_rows, _DEQUANT_ROWS):  # By row blocks: dequantize's
     # temporaries are several times its output (a 262144 x 640 Q6_K
     # embedding: +1.5 GB at once).
-    raw = rows[i:i + _DEQUANT_ROWS]
-    part = out[i:i + _DEQUANT_ROWS]
-    if kind in F16_SCALES:  # Before dequantize: the read warms its input.
-      finite = _scales_finite(raw, kind, block) and finite
-    part[:] = np.asarray(gguf.quants.dequantize(raw, t.tensor_type),
-                         np.float32).reshape(-1, row_len)
-    if kind not in F16_SCALES:
-      finite = finite and not checks.nonfinite_count(part)
-  if not finite:
-    raise ValueError(f"`model` {path!r}: tensor {t.name} holds "
-                     f"{checks.nonfinite_count(out)} NaN/inf value(s) of "
-                     f"{out.size}.")
+    out[i:i + _DEQUANT_ROWS] = np.asarray(gguf.quants.dequantize(
+        rows[i:i + _DEQUANT_ROWS], t.tensor_type), np.float32).reshape(
+            -1, row_len)
   return out.reshape(shape)
 
 

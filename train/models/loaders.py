@@ -16,6 +16,7 @@ the compute dtype) and check the tree against the config
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 
@@ -110,11 +111,21 @@ def load_gguf(path: str, dtype: str = "float32"):
                                   dtype=dtype),
       validate.GGUF_KEYS, f"GGUF {meta.arch}.", where)
   shapes = _shapes(cfg, dtype, where)
-  tok = gguf_tokenizer(meta)
-  validate.tokenizer(tok, cfg, where)
-  pairs = ((t.name, gguf_file.tensor(t, path)) for t in meta.reader.tensors)
-  params = _build(pairs, family.gguf_tensors, cfg, shapes, dtype, where,
-                  checked=True)  # gguf_file.tensor checks each tensor.
+  tensors = meta.reader.tensors
+  # Every tensor's finiteness, read from its stored bytes on a second
+  # thread while this one builds the tokenizer and dequantises (numpy
+  # releases the GIL): the check costs the load almost no time.
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    nonfinite = pool.submit(gguf_file.nonfinite_tensors, tensors)
+    tok = gguf_tokenizer(meta)
+    validate.tokenizer(tok, cfg, where)
+    pairs = ((t.name, gguf_file.tensor(t, path, check=False))
+             for t in tensors)
+    params = _build(pairs, family.gguf_tensors, cfg, shapes, dtype, where,
+                    checked=True)
+    bad = nonfinite.result()
+  if bad:
+    raise gguf_file.nonfinite_error(meta.tensors[bad[0]], path)
   return params, cfg, tok
 
 

@@ -10,8 +10,8 @@ In the order a loader meets them, each before anything larger is built:
      own key (`GGUF_KEYS`, `HF_KEYS`) and its value;
   3. the memory estimate from the config (train/models/weights.py);
   4. `tokenizer`: its size and every special id within the embedding's rows;
-  5. `finite`: every tensor as it is read (a GGUF's in
-     bottleneck/io/gguf_file.tensor, from its quantisation scales).
+  5. `finite`: every tensor as it is read (a GGUF's from its stored bytes
+     by bottleneck/io/gguf_file.nonfinite_tensors, on a second thread).
 Each failure is one ValueError naming the file, the field and its value.
 """
 
