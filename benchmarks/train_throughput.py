@@ -1,7 +1,13 @@
-"""Training throughput of the thesis's eight models (full GPT-Neo vocabulary).
+"""Training throughput of the thesis's eight models (full GPT-Neo vocabulary)
+and of the llama-like trainer on SmolLM2-135M's architecture.
 
   python benchmarks/train_throughput.py --batch=8 --steps=3 \
       --out=benchmarks/train_throughput.json
+  python benchmarks/train_throughput.py --models=smollm2 --batch=8
+
+`smollm2`: the llama-like Transformer with SmolLM2-135M's architecture read
+from its GGUF (30 layers, width 576, 9 heads, 3 KV heads, V = 49152, tied),
+fresh weights, block 128 (--block).
 
 Per model: one warm-up step (compile), then `steps` timed steps of the real
 jitted train step on random tokens; tokens/s, achieved FLOP/s (6N + 12LTd
@@ -23,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from configs import thesis
+from train.models import build
 from train.training import trainer
 
 
@@ -47,11 +54,15 @@ def main():
              "device": jax.devices()[0].device_kind, "dtype": dtype,
              "cpu_gemm_flops": peak, "runs": []}
   for name in names:
-    c = thesis.get_config(name)
+    c = thesis.get_config("model1" if name == "smollm2" else name)
+    if name == "smollm2":
+      c.model.family, c.model.arch, c.model.vocab_size = "llama", name, 0
+      c.model.head, c.model.head_bias = "tied", False
+      c.model.block_size = int(args.get("block", 128))
     c.train.batch_size, c.model.dtype = batch, dtype
     tr = trainer.Trainer(c)
     rng = np.random.default_rng(0)
-    x = rng.integers(0, c.model.vocab_size, (batch, c.model.block_size))
+    x = rng.integers(0, tr.model_cfg.vocab_size, (batch, c.model.block_size))
     xb, yb = tr.global_batch(x.astype(np.int32), x.astype(np.int32))
     state = tr.init_fn()
     lr = np.float32(c.train.lr)  # Any lr: the step's cost does not change.
@@ -63,7 +74,7 @@ def main():
     jax.block_until_ready(m)
     sec = (time.perf_counter() - start) / steps
     tokens = batch * c.model.block_size
-    flops = trainer.model_lib.flops_per_token(tr.model_cfg, tr.n_params)
+    flops = build.flops_per_token(tr.model_cfg, tr.n_params)
     device_peak = tr.peak_flops() or peak
     row = {"model": name, "params": tr.n_params, "seconds_per_step": sec,
            "tokens_per_s": tokens / sec,

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 
 from configs import thesis
 from train.training import completions, plots, trainer
-from train.models import gpt as model
+from train.models import build, weights
 
 config = thesis.get_config("model1,cpu")
 config.train.steps = STEPS
@@ -46,9 +46,8 @@ config.train.warmup = max(1, STEPS // 10)
 config.eval_every = config.checkpoint_every = max(1, STEPS // 5)
 config.log_every = max(1, STEPS // 30)
 print("parameters of the full-size Model 1 (GPT-Neo vocabulary):",
-      sum(x.size for x in jax.tree.leaves(jax.eval_shape(
-          lambda: model.init_params(model.GPTConfig(
-              **thesis.get_config("model1").model.to_dict()))))))
+      weights.param_count(weights.expected_shapes(build.model_config(
+          thesis.get_config("model1").model))))
 
 # %%
 summary = trainer.train_and_evaluate(config, WORKDIR)

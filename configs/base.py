@@ -12,7 +12,11 @@ def get_config() -> config_dict.ConfigDict:
   c.seed = 0  # Seed of initialisation, data order and dropout.
 
   c.model = config_dict.ConfigDict()
-  c.model.vocab_size = 50257  # V (must cover the tokenizer).
+  c.model.family = "gpt"  # gpt (thesis GPT) | llama (llama-like Transformer).
+  # llama: '' = the fields below; smollm2 | gemma3 | gguf:PATH | hf:DIR =
+  # that checkpoint's architecture, fresh weights (train/models/build.py).
+  c.model.arch = ""
+  c.model.vocab_size = 50257  # V (must cover the tokenizer; arch: 0 = its).
   c.model.block_size = 128  # Context length T (thesis: 128, see WORKSPACE).
   c.model.n_layer = 4  # Transformer blocks.
   c.model.n_head = 1  # Attention heads (must divide n_embd).
@@ -23,8 +27,14 @@ def get_config() -> config_dict.ConfigDict:
   c.model.head_rank = 0  # D of a low-rank head (1 <= D <= n_embd).
   c.model.head_bias = True  # Bias on the logits.
   c.model.activation = "gelu"  # gelu | gelu_exact | relu.
-  c.model.layer_norm_eps = 1e-5  # LayerNorm epsilon.
+  c.model.layer_norm_eps = 1e-5  # LayerNorm (llama: RMSNorm) epsilon.
   c.model.dtype = "float32"  # Compute dtype: float32 | bfloat16 (mixed).
+  c.model.n_kv_head = 0  # llama: KV heads (0 = n_head).
+  c.model.ffn_dim = 0  # llama: MLP width (0 = 4 n_embd).
+  c.model.head_dim = 0  # llama: per-head width (0 = n_embd / n_head).
+  c.model.rope_theta = 10000.0  # llama: RoPE base.
+  c.model.mlp = "swiglu"  # llama: swiglu | geglu | gelu.
+  c.model.remat = False  # llama: recompute blocks in the backward (memory).
 
   c.data = config_dict.ConfigDict()
   c.data.source = "synthetic_stories"  # See train/data.py SOURCES.
@@ -52,6 +62,16 @@ def get_config() -> config_dict.ConfigDict:
   c.train.eps = 1e-8  # AdamW epsilon.
   c.train.grad_clip = 1.0  # Global-norm clipping (0 = off).
   c.train.fsdp = False  # Shard parameters and optimizer state (ZeRO-3).
+  # Start from a checkpoint's weights (continued pretraining): '' (fresh) |
+  # smollm2 | gemma3 | gguf:PATH | hf:DIR; its architecture must be the
+  # model's (model.family=llama, model.arch = the same checkpoint).
+  c.train.init = ""
+  # A low-rank head under `init`: svd (the checkpoint head's truncated SVD)
+  # | fresh.
+  c.train.init_head = "svd"
+  # Tokens per chunk of the cross-entropy (0 = as many as fit 64 MiB of
+  # float32 logits): the loss never holds [B, T, V] (training/loss.py).
+  c.train.loss_chunk = 0
 
   c.eval_every = 500  # Validation loss every N steps (thesis: 500).
   c.eval_batches = 10  # Validation batches per evaluation.

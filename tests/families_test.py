@@ -78,8 +78,9 @@ def reference(a: dict, w: dict, ids, inv=None) -> np.ndarray:
   (HF rotate_half), grouped KV heads (head h reads kv h // (H / KV)),
   causal masks with an optional sliding window (j > i - window), optional
   QK-norm, post-norms, score / logit soft-caps, sqrt(d) input scaling,
-  SwiGLU (SiLU gate) or GeGLU (tanh GELU), tied head. `inv`: the inverse
-  frequencies of global layers (default theta^(-2i/h))."""
+  SwiGLU (SiLU gate) or GeGLU (tanh GELU), a tied head (or w['head'], or
+  w['head_a'] @ w['head_b']). `inv`: the inverse frequencies of global
+  layers (default theta^(-2i/h))."""
   w = {k: v.astype(np.float64) for k, v in w.items()}
   t, hd, heads, kv = len(ids), a["HD"], a["H"], a["KV"]
   eps = a["eps"]
@@ -135,7 +136,10 @@ def reference(a: dict, w: dict, ids, inv=None) -> np.ndarray:
     if a.get("post_norms"):
       mlp = rms(mlp, w[f"{i}.post_mlp_norm"])
     x = x + mlp
-  logits = rms(x, w["norm"]) @ w["embed"].T
+  head = w.get("head", w["embed"])  # Untied: w["head"] [V, D]; low-rank:
+  if "head_a" in w:  # W = A B, A [V, r], B [r, D].
+    head = w["head_a"] @ w["head_b"]
+  logits = rms(x, w["norm"]) @ head.T
   if a.get("final_cap"):
     logits = a["final_cap"] * np.tanh(logits / a["final_cap"])
   return logits

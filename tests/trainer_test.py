@@ -15,7 +15,7 @@ import optax
 
 from configs import lowrank, spamlang, thesis
 from train.text import corpora, data, tokenizers
-from train.models import generate, gpt as model_lib
+from train.models import build, generate, gpt as model_lib
 from train.training import optim
 from train.training import trainer
 import tests
@@ -55,7 +55,7 @@ class ConfigTest(parameterized.TestCase):
                             ("model5", 6.69e6), ("model6", 6.89e6),
                             ("model7", 29e6), ("model8", 70e6))
   def test_parameter_counts_match_table_4_1(self, name, paper):
-    cfg = model_lib.GPTConfig(**thesis.get_config(name).model.to_dict())
+    cfg = build.model_config(thesis.get_config(name).model)
     shapes = jax.eval_shape(lambda: model_lib.init_params(cfg))
     n = sum(x.size for x in jax.tree.leaves(shapes))
     self.assertLess(abs(n / paper - 1), 0.02)
@@ -100,7 +100,7 @@ class ConfigTest(parameterized.TestCase):
   def test_experiment_configs_build(self):
     for c in (spamlang.get_config("V=512,D=16,cpu"),
               lowrank.get_config("D=8,cpu"), thesis.get_config("model8")):
-      model_lib.GPTConfig(**c.model.to_dict())
+      build.model_config(c.model)
     self.assertEqual(spamlang.get_config("V=512,D=16").model.head_rank, 16)
     with self.assertRaises(ValueError):
       thesis.get_config("model9")

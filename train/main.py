@@ -28,20 +28,18 @@ def main(argv):
   from train.training import distributed  # pylint: disable=g-import-not-at-top
   distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes,
                          FLAGS.process_id)
-  from train.models import gpt as model  # pylint: disable=g-import-not-at-top
+  from train.models import build, weights  # pylint: disable=g-import-not-at-top
   from train.probes import hooks  # pylint: disable=g-import-not-at-top
   from train.training import trainer  # pylint: disable=g-import-not-at-top
   config = FLAGS.config
   if config is None:
     raise ValueError("`config` is required: --config=configs/thesis.py:model1")
   trainer.check_config(config)  # Every value, before anything runs.
-  cfg = model.GPTConfig(**config.model.to_dict())
   if FLAGS.dry_run:
-    import jax  # pylint: disable=g-import-not-at-top
-    shapes = jax.eval_shape(lambda: model.init_params(cfg))
-    n = int(sum(x.size for x in jax.tree.leaves(shapes)))
+    cfg = build.model_config(config.model)
+    n = weights.param_count(weights.expected_shapes(cfg))
     print(json.dumps({"params": n, "params_millions": round(n / 1e6, 3),
-                      "flops_per_token": model.flops_per_token(cfg, n),
+                      "flops_per_token": build.flops_per_token(cfg, n),
                       "model": config.model.to_dict()}))
     return
   if not FLAGS.workdir:

@@ -5,6 +5,9 @@
   load_gguf(PATH) a llama.cpp GGUF file: the family from
                   `general.architecture`, tensors dequantised one at a time,
                   the tokenizer rebuilt from the file's vocabulary.
+  load(SPEC)      either, by spec: smollm2 | gemma3 | gguf:PATH | hf:DIR;
+                  config_of(SPEC) reads its config alone (an architecture
+                  to train from scratch).
 
 Both validate the model before use (train/models/validate.py: the block
 count against the tensor names, the config's fields, a memory estimate from
@@ -18,14 +21,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 
 import numpy as np
 
-from bottleneck.io import gguf_file, hf
+from bottleneck.io import gguf_file, hf, zoo
 from train.models import registry, validate, weights
 from train.models.families import llamalike
-from train.text import vocab
+from train.text import tokenizers, vocab
 
 
 def _shapes(cfg, dtype: str, where: str) -> dict:
@@ -76,10 +78,9 @@ def _hf_layers(config: dict):
   return None, None
 
 
-def load_hf(directory: str, dtype: str = "float32", tokenizer=None):
-  """(params, config) of an HF folder of any registered family;
-  `tokenizer`, if given, is checked against the embedding before any
-  tensor is read."""
+def _hf_meta(directory: str, dtype: str):
+  """(config.json, family, config) of an HF folder, validated (the block
+  count against the weights' tensor names where there are weights)."""
   where = f"`hf_dir` {directory!r}"
   config = hf.read_config(directory, "hf_dir")
   if "model_type" not in config:
@@ -93,14 +94,11 @@ def load_hf(directory: str, dtype: str = "float32", tokenizer=None):
       lambda: dataclasses.replace(family.config_from_hf(config, where),
                                   dtype=dtype),
       validate.HF_KEYS, "config.json ", where)
-  shapes = _shapes(cfg, dtype, where)
-  validate.tokenizer(tokenizer, cfg, where)
-  return _build(hf.iter_tensors(directory, "hf_dir"), family.hf_tensors, cfg,
-                shapes, dtype, where), cfg
+  return config, family, cfg
 
 
-def load_gguf(path: str, dtype: str = "float32"):
-  """(params, config, tokenizer) of a GGUF file of any registered family."""
+def _gguf_meta(path: str, dtype: str):
+  """(metadata, family, config) of a GGUF file, validated."""
   where = f"`model` {path!r}"
   meta = gguf_file.Metadata(gguf_file.reader(path), path)
   family = registry.for_gguf(meta.arch, where)
@@ -110,6 +108,55 @@ def load_gguf(path: str, dtype: str = "float32"):
       lambda: dataclasses.replace(family.config_from_gguf(meta, where),
                                   dtype=dtype),
       validate.GGUF_KEYS, f"GGUF {meta.arch}.", where)
+  return meta, family, cfg
+
+
+SPECS = "smollm2, gemma3, gguf:PATH or hf:DIR"
+
+
+def path_of(spec: str) -> tuple[str, str]:
+  """('gguf' | 'hf', path) of a checkpoint spec (SPECS)."""
+  kind, _, rest = spec.partition(":")
+  if kind in zoo.NAMES and not rest:
+    return "gguf", zoo.path(kind)
+  if kind in ("gguf", "hf") and rest:
+    return kind, rest
+  raise ValueError(f"a checkpoint must be {SPECS}; got {spec!r}.")
+
+
+def config_of(spec: str, dtype: str = "float32"):
+  """The model config a checkpoint's metadata describes (no tensor read):
+  an architecture to train with fresh weights."""
+  kind, path = path_of(spec)
+  return (_gguf_meta(path, dtype) if kind == "gguf" else
+          _hf_meta(path, dtype))[2]
+
+
+def load(spec: str, dtype: str = "float32"):
+  """(params, config, tokenizer) of a checkpoint spec (SPECS)."""
+  kind, path = path_of(spec)
+  if kind == "gguf":
+    return load_gguf(path, dtype)
+  tok = tokenizers.load("hf:" + path)
+  return (*load_hf(path, dtype, tok), tok)
+
+
+def load_hf(directory: str, dtype: str = "float32", tokenizer=None):
+  """(params, config) of an HF folder of any registered family;
+  `tokenizer`, if given, is checked against the embedding before any
+  tensor is read."""
+  where = f"`hf_dir` {directory!r}"
+  _, family, cfg = _hf_meta(directory, dtype)
+  shapes = _shapes(cfg, dtype, where)
+  validate.tokenizer(tokenizer, cfg, where)
+  return _build(hf.iter_tensors(directory, "hf_dir"), family.hf_tensors, cfg,
+                shapes, dtype, where), cfg
+
+
+def load_gguf(path: str, dtype: str = "float32"):
+  """(params, config, tokenizer) of a GGUF file of any registered family."""
+  where = f"`model` {path!r}"
+  meta, family, cfg = _gguf_meta(path, dtype)
   shapes = _shapes(cfg, dtype, where)
   tensors = meta.reader.tensors
   # Every tensor's finiteness, read from its stored bytes on a second
@@ -117,7 +164,7 @@ def load_gguf(path: str, dtype: str = "float32"):
   # releases the GIL): the check costs the load almost no time.
   with concurrent.futures.ThreadPoolExecutor(1) as pool:
     nonfinite = pool.submit(gguf_file.nonfinite_tensors, tensors)
-    tok = gguf_tokenizer(meta)
+    tok = vocab.from_gguf(meta)
     validate.tokenizer(tok, cfg, where)
     pairs = ((t.name, gguf_file.tensor(t, path, check=False))
              for t in tensors)
@@ -127,30 +174,3 @@ def load_gguf(path: str, dtype: str = "float32"):
   if bad:
     raise gguf_file.nonfinite_error(meta.tensors[bad[0]], path)
   return params, cfg, tok
-
-
-def gguf_tokenizer(meta):
-  """The tokenizer the file describes: byte-level BPE ('gpt2') or
-  SentencePiece-style ('llama'), with its BOS convention; every special id
-  within the vocabulary."""
-  kind = meta.raw("tokenizer.ggml.model")
-  name = f"gguf:{os.path.basename(meta.path)}"
-  tokens = meta.raw_list("tokenizer.ggml.tokens")
-  eos = meta.token_id("tokenizer.ggml.eos_token_id", len(tokens), 0)
-  bos = meta.token_id("tokenizer.ggml.bos_token_id", len(tokens), None)
-  add_bos = bool(meta.raw("tokenizer.ggml.add_bos_token", kind == "llama"))
-  bos = bos if add_bos else None
-  if kind == "gpt2":
-    return vocab.bpe_tokenizer(name, tokens,
-                               meta.raw_list("tokenizer.ggml.merges"), eos,
-                               bos, meta.raw("tokenizer.ggml.pre", "default"),
-                               f"`model` {meta.path!r}")
-  if kind == "llama":
-    unk = meta.token_id("tokenizer.ggml.unknown_token_id", len(tokens), None)
-    return vocab.spm_tokenizer(
-        name, tokens, meta.raw_list("tokenizer.ggml.scores", float),
-        meta.raw_list("tokenizer.ggml.token_type", int), eos, bos, unk,
-        bool(meta.raw("tokenizer.ggml.add_space_prefix", True)))
-  raise ValueError(f"`model` {meta.path!r}: tokenizer.ggml.model={kind!r} is "
-                   "not supported (gpt2: byte-level BPE; llama: "
-                   "SentencePiece-style).")

@@ -23,7 +23,8 @@ Parameters (plain dict; loaders write the same tree):
   embed/embedding [V, D]; layer_i/attn_norm, mlp_norm, post_attn_norm,
   post_mlp_norm (scale, + bias for LayerNorm); layer_i/attn/{q,k,v,o}
   (kernel [in, out], + bias); layer_i/attn/{q_norm,k_norm}/scale [hd];
-  layer_i/{gate,up,down} (kernel, + bias); norm; lm_head/kernel [D, V].
+  layer_i/{gate,up,down} (kernel, + bias); norm; lm_head/kernel [D, V]
+  (a low-rank head: head_b/kernel [D, r] and lm_head/kernel [r, V]).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ NORMS = ("rms", "layer")
 MLPS = {"swiglu": ("silu", True), "geglu": ("gelu_tanh", True),
         "gelu": ("gelu_exact", False)}  # name -> (activation, gated)
 LAYER_TYPES = ("global", "local")
+# Fresh weights (training from scratch): N(0, 0.02), as GPT-2 and Llama.
+INIT = nn.initializers.normal(0.02)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +78,18 @@ class TransformerConfig:
   embed_scale: float = 1.0  # Input embeddings times this (Gemma: sqrt(d)).
   final_softcap: float = 0.0  # tanh cap on the logits (Gemma 2; 0 = off).
   tied: bool = True  # Head = the input embedding.
+  # D of an untied low-rank head W = A B (seed 002 §3.1: A [V, D], B [D,
+  # n_embd]); 0 = full rank.
+  head_rank: int = 0
   context_length: int = 2048  # Longest context the model was trained on.
   block_size: int = 2048  # Longest window fed at once (<= context_length).
-  dtype: str = "float32"  # Parameter and compute dtype: float32 | bfloat16.
+  dtype: str = "float32"  # Compute dtype: float32 | bfloat16.
+  # Parameter dtype ('' = dtype; training keeps float32 parameters under a
+  # bfloat16 compute dtype).
+  param_dtype: str = ""
+  # Recompute each block's activations in the backward pass (jax.checkpoint)
+  # instead of keeping them: training memory for depth.
+  remat: bool = False
   family: str = "llama"  # Registry name (messages and reports).
 
   def __post_init__(self):
@@ -114,9 +126,17 @@ class TransformerConfig:
     if self.mlp not in MLPS:
       raise ValueError(f"`mlp` must be one of {tuple(MLPS)}; got "
                        f"{self.mlp!r}.")
-    if self.dtype not in ("float32", "bfloat16"):
-      raise ValueError(f"`dtype` must be float32 or bfloat16; got "
-                       f"{self.dtype!r}.")
+    for name in ("dtype", "param_dtype"):
+      if getattr(self, name) not in ("float32", "bfloat16") and not (
+          name == "param_dtype" and getattr(self, name) == ""):
+        raise ValueError(f"`{name}` must be float32 or bfloat16; got "
+                         f"{getattr(self, name)!r}.")
+    if self.head_rank and (self.tied or not 1 <= self.head_rank <=
+                           self.n_embd):
+      raise checks.ArgumentError(
+          "head_rank", f"`head_rank` (D of a low-rank head) must be in [1, "
+          f"n_embd = {self.n_embd}] with an untied head; got "
+          f"{self.head_rank} ({'tied' if self.tied else 'untied'}).")
     if self.block_size > self.context_length:
       raise ValueError(f"`block_size` ({self.block_size}) exceeds the "
                        f"model's context length ({self.context_length}).")
@@ -142,8 +162,15 @@ class TransformerConfig:
     return jnp.bfloat16 if self.dtype == "bfloat16" else jnp.float32
 
   @property
+  def params_dtype(self):
+    kind = self.param_dtype or self.dtype
+    return jnp.bfloat16 if kind == "bfloat16" else jnp.float32
+
+  @property
   def head(self) -> str:
-    return "tied" if self.tied else "untied"
+    if self.tied:
+      return "tied"
+    return "lowrank" if self.head_rank else "untied"
 
   @property
   def head_bias(self) -> bool:
@@ -164,10 +191,13 @@ class TransformerConfig:
                                   jnp.zeros((1, 4), jnp.int32))
 
   def head_weights(self, params):
-    """(W [V, D], None): the output projection as stored."""
+    """(W [V, D], None): the output projection as stored (A B for a
+    low-rank head)."""
     p = params["params"] if "params" in params else params
-    w = p["embed"]["embedding"] if self.tied else p["lm_head"]["kernel"].T
-    return w, None
+    if self.tied:
+      return p["embed"]["embedding"], None
+    w = p["lm_head"]["kernel"].T
+    return (w @ p["head_b"]["kernel"].T if self.head_rank else w), None
 
   def input_embeddings(self, params):
     p = params["params"] if "params" in params else params
@@ -189,8 +219,8 @@ class Attention(nn.Module):
     c = self.cfg
     b, t, _ = x_btd.shape
     dense = lambda n, name, bias: nn.Dense(
-        n, use_bias=bias, dtype=c.compute_dtype, param_dtype=c.compute_dtype,
-        name=name)
+        n, use_bias=bias, dtype=c.compute_dtype, param_dtype=c.params_dtype,
+        kernel_init=INIT, name=name)
     q = dense(c.n_head * c.head_dim, "q", c.qkv_bias)(x_btd)
     k = dense(c.n_kv_head * c.head_dim, "k", c.qkv_bias)(x_btd)
     v = dense(c.n_kv_head * c.head_dim, "v", c.qkv_bias)(x_btd)
@@ -221,7 +251,7 @@ class Block(nn.Module):
     act, gated = MLPS[c.mlp]
     dense = lambda n, name: nn.Dense(
         n, use_bias=c.mlp_bias, dtype=c.compute_dtype,
-        param_dtype=c.compute_dtype, name=name)
+        param_dtype=c.params_dtype, kernel_init=INIT, name=name)
 
     def mlp(h):
       up = layers.ACTIVATIONS[act](dense(c.ffn_dim, "gate" if gated else "up"
@@ -247,14 +277,20 @@ class Transformer(nn.Module):
 
   def setup(self):
     c = self.cfg
-    self.embed = nn.Embed(c.vocab_size, c.n_embd, param_dtype=c.compute_dtype,
-                          name="embed")
-    self.layers = [Block(c, c.layer_type(i) == "local", name=f"layer_{i}")
+    self.embed = nn.Embed(c.vocab_size, c.n_embd, param_dtype=c.params_dtype,
+                          embedding_init=INIT, name="embed")
+    block = nn.remat(Block) if c.remat else Block
+    self.layers = [block(c, c.layer_type(i) == "local", name=f"layer_{i}")
                    for i in range(c.n_layer)]
     self.norm = _norm(c, "norm")
+    if c.head_rank:  # h -> h B^T -> (h B^T) A^T, as the thesis GPT's.
+      self.head_b = nn.Dense(c.head_rank, use_bias=False,
+                             param_dtype=c.params_dtype, kernel_init=INIT,
+                             name="head_b")
     if not c.tied:
       self.lm_head = nn.Dense(c.vocab_size, use_bias=False,
-                              param_dtype=c.compute_dtype, name="lm_head")
+                              param_dtype=c.params_dtype, kernel_init=INIT,
+                              name="lm_head")
 
   def hidden(self, idx_bt, deterministic: bool = True):
     """Final-norm hidden states H [B, T, D] in float32."""
@@ -270,6 +306,8 @@ class Transformer(nn.Module):
   def head(self, h):
     """Logits [..., V] (float32) from hidden states."""
     h = h.astype(jnp.float32)
+    if self.cfg.head_rank:
+      h = self.head_b(h)
     logits = self.embed.attend(h) if self.cfg.tied else self.lm_head(h)
     cap = self.cfg.final_softcap
     return cap * jnp.tanh(logits / cap) if cap else logits

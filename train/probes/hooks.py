@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-import jax
-import jax.numpy as jnp
-
 import functools
 
-from train.models import gpt as model_lib
+import jax
+import jax.numpy as jnp
 
 _REGISTRY: dict[str, Callable] = {}
 
@@ -37,7 +35,7 @@ def _head_stats(model, cfg):
 
   def fn(params, x, y):
     del x, y
-    w = model_lib.head_matrix(params, cfg)
+    w = cfg.head_weights(params)[0]
     norms = jnp.linalg.norm(w, axis=1)
     return {"row_norm_mean": norms.mean(), "row_norm_std": norms.std()}
   return fn
@@ -50,10 +48,10 @@ def _gradient_bottleneck(model, cfg):
   from bottleneck import gradient  # pylint: disable=g-import-not-at-top
 
   def fn(params, x, y):
-    h = model.apply(params, x, method=model_lib.GPT.hidden)
+    h = model.apply(params, x, method="hidden")
     h = h.reshape(-1, h.shape[-1]).astype(jnp.float32)
-    w = model_lib.head_matrix(params, cfg).astype(jnp.float32)
-    b = model_lib.head_bias(params, cfg)
+    w, b = cfg.head_weights(params)
+    w = w.astype(jnp.float32)
     gram = jnp.matmul(w.T, w, precision=jax.lax.Precision.HIGHEST)
     s = gradient.bottleneck_stats(h, w, b, y.reshape(-1),
                                   gradient.whitener_from_gram(gram, 1e-6),

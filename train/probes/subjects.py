@@ -138,7 +138,11 @@ def check_text_spec(spec: str, arg: str) -> None:
   d = config_dict.ConfigDict(dict(_text_defaults("byte"), source=source,
                                   path=path))
   try:
-    data.corpus_files(d)
+    if source == "shards" and not os.path.isfile(os.path.join(path,
+                                                              "meta.json")):
+      raise ValueError(f"{path!r} is not a prepared folder (no meta.json).")
+    if source != "shards":
+      data.corpus_files(d)
   except ValueError as e:
     raise ValueError(f"`{arg}` {spec!r}: {e}") from None
 
@@ -162,7 +166,7 @@ def text_tokens(subject: Subject, spec: str, split: str = "val"):
   d = data_config(spec, subject)
   if d.source == "spamlang":
     raise ValueError("`data` must be a text source for the probes.")
-  meta = data.build_shards(d, subject.tokenizer)
+  meta = data.token_meta(d, subject.tokenizer)
   read = lambda s: np.memmap(meta[s], dtype=meta["dtype"], mode="r")
   if subject.config is not None:
     return read(split)

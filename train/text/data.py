@@ -15,6 +15,9 @@ Sources (`data.source`):
                      nothing from outside; the tests' and the default's).
   spamlang           seed 002's synthetic language: each sequence repeats
                      its first token, drawn uniformly from V tokens.
+  shards             a folder `python -m train.prepare` wrote from .txt /
+                     .jsonl / .parquet files (train/text/prepare.py; its
+                     tokenizer must be the run's).
 
 Text sources are tokenised once into uint16 (uint32 if V > 65535) memmaps
 under a cache keyed by a digest of the corpus's bytes and of the
@@ -35,10 +38,10 @@ import sys
 
 import numpy as np
 
-from train.text import corpora, tokenizers
+from train.text import corpora, prepare, tokenizers
 
 SOURCES = ("tinystories", "shakespeare", "python_docs", "text",
-           "synthetic_stories", "spamlang")
+           "synthetic_stories", "spamlang", "shards")
 TINYSTORIES_REPO = "roneneldan/TinyStories"
 
 
@@ -201,6 +204,10 @@ def tokenizer_for(cfg_data) -> tokenizers.Tokenizer:
   n = tokenizers.bpe_size(cfg_data.tokenizer)
   if n is None:
     return tokenizers.load(cfg_data.tokenizer)
+  if cfg_data.source == "shards":
+    raise ValueError(f"`data.tokenizer` {cfg_data.tokenizer!r} is trained on "
+                     "a run's text, and a prepared folder holds tokens: "
+                     "prepare it with a fixed tokenizer.")
   key = _digest(_corpus_key(cfg_data))[:16]
   path = os.path.join(cache_root(cfg_data), "tokenizers", f"{key}-{n}.json")
   name = f"{cfg_data.tokenizer}@{key}"
@@ -371,10 +378,11 @@ def make_loaders(cfg, process_index: int = 0, process_count: int = 1):
                                      process_index, process_count)
     return mk(cfg.seed), mk(cfg.seed + 10**6), None
   tok = tokenizer_for(d)
-  if tok.vocab_size > cfg.model.vocab_size:
+  if 0 < cfg.model.vocab_size < tok.vocab_size:  # 0: the model's own V
+    # (model.arch's), checked by the trainer.
     raise ValueError(f"`model.vocab_size` ({cfg.model.vocab_size}) is smaller "
                      f"than the tokenizer's ({tok.vocab_size}).")
-  meta = build_shards(d, tok)
+  meta = token_meta(d, tok)
   load = lambda s: np.memmap(meta[s], dtype=meta["dtype"], mode="r")
   return (WindowLoader(load("train"), t, b, cfg.seed, process_index,
                        process_count),
@@ -382,14 +390,23 @@ def make_loaders(cfg, process_index: int = 0, process_count: int = 1):
                        process_count), tok)
 
 
+def token_meta(cfg_data, tokenizer) -> dict:
+  """{'train': path, 'val': path, 'dtype': ...} of a text source: a
+  prepared folder (source 'shards', train/text/prepare.py) or the cache."""
+  if cfg_data.source == "shards":
+    return prepare.read(cfg_data.path, tokenizer)
+  return build_shards(cfg_data, tokenizer)
+
+
 def heldout_documents(cfg_data, tokenizer) -> list[str]:
   """Validation documents as text (stories for tinystories / synthetic)."""
   if cfg_data.source == "spamlang":
     raise ValueError("SpamLang has no text documents to complete.")
-  _, val_docs, _ = _documents(cfg_data)
-  if val_docs is not None:
-    return val_docs
-  meta = build_shards(cfg_data, tokenizer)
+  if cfg_data.source != "shards":
+    _, val_docs, _ = _documents(cfg_data)
+    if val_docs is not None:
+      return val_docs
+  meta = token_meta(cfg_data, tokenizer)
   ids = np.memmap(meta["val"], dtype=meta["dtype"], mode="r")
   text = tokenizer.decode(np.asarray(ids[:200_000]).tolist())
   return [d.strip() for d in text.split(tokenizers.EOT) if d.strip()]

@@ -7,6 +7,9 @@
   byte     UTF-8 bytes 0..255 plus <|endoftext|> = 256 (V = 257).
   hf:DIR   any local Hugging Face tokenizer folder (AutoTokenizer); BOS is
            what it prepends with special tokens on.
+  gguf:PATH, smollm2, gemma3
+           the tokenizer a GGUF file holds (train/text/vocab.from_gguf):
+           SmolLM2's 49152-token BPE, Gemma 3's 262144-token SentencePiece.
   bpe:N    a byte-level BPE with N tokens trained on the run's own corpus
            (train/data.py trains and caches it): small vocabularies put a
            small model in the D/V regime of large LMs (seeds 002, 003).
@@ -41,6 +44,15 @@ class Tokenizer:
   # for the BPEs, called only when a cache needs the digest.
   definition: Callable[[], str] = dataclasses.field(
       default=lambda: "", repr=False, compare=False)
+  # Many texts at once (the `tokenizers` library's threads); None: one
+  # `encode` per text.
+  encode_batch: Callable[[list[str]], list[list[int]]] | None = (
+      dataclasses.field(default=None, repr=False, compare=False))
+
+  def encode_many(self, texts: list[str]) -> list[list[int]]:
+    if self.encode_batch is None:
+      return [self.encode(t) for t in texts]
+    return self.encode_batch(texts)
 
   @functools.cached_property
   def digest(self) -> str:
@@ -74,7 +86,9 @@ def _gpt2() -> Tokenizer:
                    lambda text: tok.encode(text).ids,
                    lambda ids: tok.decode(list(ids),
                                           skip_special_tokens=False),
-                   definition=lambda: "gpt2|" + tok.to_str())
+                   definition=lambda: "gpt2|" + tok.to_str(),
+                   encode_batch=lambda texts: [
+                       e.ids for e in tok.encode_batch(texts)])
 
 
 def _byte() -> Tokenizer:
@@ -206,19 +220,36 @@ def from_file(path: str, name: str) -> Tokenizer:
                    lambda text: tok.encode(text).ids,
                    lambda ids: tok.decode(list(ids),
                                           skip_special_tokens=False),
-                   definition=lambda: "file|" + tok.to_str())
+                   definition=lambda: "file|" + tok.to_str(),
+                   encode_batch=lambda texts: [
+                       e.ids for e in tok.encode_batch(texts)])
+
+
+NAMES = "gpt2, byte, hf:DIR, gguf:PATH, smollm2, gemma3 or bpe:N"
+
+
+def _gguf(path: str) -> Tokenizer:
+  """The tokenizer a GGUF file's metadata holds (SmolLM2's, Gemma 3's)."""
+  from bottleneck.io import gguf_file  # pylint: disable=g-import-not-at-top
+  from train.text import vocab  # pylint: disable=g-import-not-at-top
+  return vocab.from_gguf(gguf_file.Metadata(
+      gguf_file.reader(path, "data.tokenizer"), path))
 
 
 def load(name: str) -> Tokenizer:
-  """gpt2 | byte | hf:DIR (bpe:N goes through train/data.py's tokenizer)."""
+  """One of NAMES (bpe:N goes through train/text/data.py's tokenizer_for)."""
+  from bottleneck.io import zoo  # pylint: disable=g-import-not-at-top
   if name == "gpt2":
     return _gpt2()
   if name == "byte":
     return _byte()
   if name.startswith("hf:"):
     return _hf(name[3:])
+  if name.startswith("gguf:"):
+    return _gguf(name[5:])
+  if name in zoo.NAMES:
+    return _gguf(zoo.path(name))
   if bpe_size(name):
     raise ValueError(f"`data.tokenizer` {name!r} is trained on a corpus: "
-                     "use train.data.tokenizer_for(config.data).")
-  raise ValueError(f"`data.tokenizer` must be gpt2, byte, hf:DIR or bpe:N; "
-                   f"got {name!r}.")
+                     "use train.text.data.tokenizer_for(config.data).")
+  raise ValueError(f"`data.tokenizer` must be {NAMES}; got {name!r}.")

@@ -21,6 +21,8 @@ the probes and the sampler prepend it, `encode` never does.
 
 from __future__ import annotations
 
+import os
+
 from train.text import tokenizers
 
 SPACE = "\u2581"
@@ -47,7 +49,9 @@ def _wrap(tok, name: str, eos: int, bos: int | None,
       name, tok.get_vocab_size(), eos, lambda text: tok.encode(
           prefix + text, add_special_tokens=False).ids,
       lambda ids: tok.decode(list(ids), skip_special_tokens=False), bos,
-      definition=lambda: f"gguf|prefix={prefix!r}|{tok.to_str()}")
+      definition=lambda: f"gguf|prefix={prefix!r}|{tok.to_str()}",
+      encode_batch=lambda texts: [e.ids for e in tok.encode_batch(
+          [prefix + t for t in texts], add_special_tokens=False)])
 
 
 def bpe_tokenizer(name: str, tokens, merges, eos: int, bos: int | None = None,
@@ -122,3 +126,29 @@ def spm_tokenizer(name: str, tokens, scores, types, eos: int,
     tok.add_tokens([AddedToken(t, normalized=False, special=False)
                     for t in user])
   return _wrap(tok, name, eos, bos, add_space_prefix)
+
+
+def from_gguf(meta):
+  """The tokenizer a GGUF file describes (bottleneck.io.gguf_file.Metadata):
+  byte-level BPE ('gpt2') or SentencePiece-style ('llama'), with its BOS
+  convention; every special id within the vocabulary."""
+  kind = meta.raw("tokenizer.ggml.model")
+  name = f"gguf:{os.path.basename(meta.path)}"
+  tokens = meta.raw_list("tokenizer.ggml.tokens")
+  eos = meta.token_id("tokenizer.ggml.eos_token_id", len(tokens), 0)
+  bos = meta.token_id("tokenizer.ggml.bos_token_id", len(tokens), None)
+  add_bos = bool(meta.raw("tokenizer.ggml.add_bos_token", kind == "llama"))
+  bos = bos if add_bos else None
+  if kind == "gpt2":
+    return bpe_tokenizer(name, tokens, meta.raw_list("tokenizer.ggml.merges"),
+                         eos, bos, meta.raw("tokenizer.ggml.pre", "default"),
+                         f"`model` {meta.path!r}")
+  if kind == "llama":
+    unk = meta.token_id("tokenizer.ggml.unknown_token_id", len(tokens), None)
+    return spm_tokenizer(
+        name, tokens, meta.raw_list("tokenizer.ggml.scores", float),
+        meta.raw_list("tokenizer.ggml.token_type", int), eos, bos, unk,
+        bool(meta.raw("tokenizer.ggml.add_space_prefix", True)))
+  raise ValueError(f"`model` {meta.path!r}: tokenizer.ggml.model={kind!r} is "
+                   "not supported (gpt2: byte-level BPE; llama: "
+                   "SentencePiece-style).")

@@ -76,6 +76,11 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
   path = os.path.join(workdir, "config.json")
   if os.path.isfile(path):
     saved = hf.read_json(path, "workdir")
+    if isinstance(saved, dict) and isinstance(saved.get("model"), dict):
+      # A field a run predates had its default's behaviour.
+      from configs import base  # pylint: disable=g-import-not-at-top
+      saved["model"] = {**base.get_config().model.to_dict(),
+                        **saved["model"]}
     for key in COMPATIBLE_KEYS:
       if _get(saved, key) != _get(config_dict, key):
         raise CheckpointError(

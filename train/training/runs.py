@@ -12,7 +12,7 @@ from ml_collections import config_dict
 
 from bottleneck import sharding
 from bottleneck.io import hf
-from train.models import gpt, validate
+from train.models import build, validate
 from train.text import data
 from train.training import checkpoint, trainer
 
@@ -58,12 +58,13 @@ def restore_params(workdir: str, config, step: int | None = None):
 
 
 def load(workdir: str):
-  """(params, GPTConfig, tokenizer, config) of a text run's newest step."""
+  """(params, model config, tokenizer, config) of a text run's newest
+  step."""
   config = read_config(workdir)
   if config.data.source == "spamlang":
     raise ValueError(f"`workdir` {workdir!r} is a SpamLang run: no text.")
   where = f"`model` run:{workdir!r}"
-  cfg = validate.config(lambda: gpt.GPTConfig(**config.model.to_dict()), {},
+  cfg = validate.config(lambda: build.model_config(config.model), {},
                         "config.json ", where)
   tok = data.tokenizer_for(config.data)
   validate.tokenizer(tok, cfg, where)

@@ -34,9 +34,10 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from bottleneck import checks, sharding
 from bottleneck.io import hf
-from train.training import checkpoint, optim
+from train.training import checkpoint, init as init_lib, loss as loss_lib
+from train.training import optim
 from train.text import data
-from train.models import gpt as model_lib
+from train.models import build
 
 # Dense bf16 / fp32 peak FLOP/s per device, for the MFU estimate.
 PEAK_FLOPS = {"h100": (989e12, 67e12), "h200": (989e12, 67e12),
@@ -52,28 +53,36 @@ class TrainState:
   opt_state: Any
 
 
-def _init_state(model, tx, cfg: model_lib.GPTConfig, key):
+def _init_state(model, tx, cfg, key):
   params = model.init(key, jnp.zeros((1, cfg.block_size), jnp.int32))
+  return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+
+def _state_from(params, tx):
+  """A fresh TrainState around given parameters (continued pretraining)."""
   return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
 
 def abstract_state(config):
   """The TrainState a run config implies, as shapes (nothing allocated)."""
-  cfg = model_lib.GPTConfig(**config.model.to_dict())
+  cfg = build.model_config(config.model)
   return jax.eval_shape(functools.partial(
-      _init_state, model_lib.GPT(cfg), optim.optimizer(config.train), cfg),
+      _init_state, cfg.module(), optim.optimizer(config.train), cfg),
       jax.random.key(config.seed))
 
 
-def loss_fn(params, model, x, y, rng, deterministic: bool):
-  """Mean next-token cross entropy (float32 logits)."""
-  logits = model.apply(params, x, deterministic=deterministic,
-                       rngs={"dropout": rng})
-  return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+def loss_fn(params, model, x, y, rng, deterministic: bool, chunk: int = 0):
+  """Mean next-token cross entropy: hidden states for the whole batch, the
+  head's logits a chunk of tokens at a time (training/loss.py)."""
+  h = model.apply(params, x, deterministic=deterministic,
+                  rngs={"dropout": rng}, method="hidden")
+  head = lambda h_cxd: model.apply(params, h_cxd, method="head")
+  return loss_lib.chunked_xent(head, h.reshape(-1, h.shape[-1]),
+                               y.reshape(-1), chunk)
 
 
 def train_step(state: TrainState, x_abt, y_abt, lr, *, model, tx, seed: int,
-               deterministic: bool):
+               deterministic: bool, chunk: int = 0):
   """One optimizer step on micro-batches x[a] (a = gradient accumulation):
   params - lr * optimizer direction (lr a float32 scalar)."""
   # No dropout: no key (the seed would be one more constant of the program).
@@ -85,7 +94,7 @@ def train_step(state: TrainState, x_abt, y_abt, lr, *, model, tx, seed: int,
     loss_sum, grads = carry
     i, (x, y) = xy
     loss, g = grad_fn(state.params, model, x, y, jax.random.fold_in(rng, i),
-                      deterministic)
+                      deterministic, chunk)
     return (loss_sum + loss, jax.tree.map(jnp.add, grads, g)), None
 
   zeros = jax.tree.map(jnp.zeros_like, state.params)
@@ -110,8 +119,8 @@ def all_finite(tree) -> jax.Array:
                             for x in jax.tree.leaves(tree)]))
 
 
-def eval_loss(params, x, y, *, model):
-  return loss_fn(params, model, x, y, jax.random.key(0), True)
+def eval_loss(params, x, y, *, model, chunk: int = 0):
+  return loss_fn(params, model, x, y, jax.random.key(0), True, chunk)
 
 
 def _fsdp_spec(x, n_dev: int) -> P:
@@ -139,8 +148,8 @@ class Trainer:
 
   def __post_init__(self):
     c = self.config
-    self.model_cfg = model_lib.GPTConfig(**c.model.to_dict())
-    self.model = model_lib.GPT(self.model_cfg)
+    self.model_cfg = build.model_config(c.model)
+    self.model = self.model_cfg.module()
     self.tx = optim.optimizer(c.train)
     self.mesh = sharding.batch_mesh(self.devices)
     if c.train.batch_size % (c.train.grad_accum * self.mesh.devices.size):
@@ -156,18 +165,22 @@ class Trainer:
     rep = sharding.replicated(self.mesh)
     init_jit = jax.jit(init, out_shardings=self.state_sh)
     self.init_fn = lambda: init_jit(jax.random.key(c.seed))
-    step = functools.partial(train_step, model=self.model, tx=self.tx,
-                             seed=c.seed,
-                             deterministic=self.model_cfg.dropout == 0.0)
+    step = functools.partial(
+        train_step, model=self.model, tx=self.tx, seed=c.seed,
+        deterministic=getattr(self.model_cfg, "dropout", 0.0) == 0.0,
+        chunk=c.train.loss_chunk)
     self.step_fn = jax.jit(step, in_shardings=(self.state_sh, self.batch_sh,
                                                self.batch_sh, rep),
                            out_shardings=(self.state_sh, rep),
                            donate_argnums=0)
     self.learning_rates = optim.learning_rates(c.train)  # [steps] float32
     flat_sh = NamedSharding(self.mesh, P(sharding.BATCH_AXIS))
-    self.eval_fn = jax.jit(functools.partial(eval_loss, model=self.model),
+    self.eval_fn = jax.jit(functools.partial(eval_loss, model=self.model,
+                                             chunk=c.train.loss_chunk),
                            in_shardings=(self.state_sh.params, flat_sh,
                                          flat_sh), out_shardings=rep)
+    self.state_from = jax.jit(functools.partial(_state_from, tx=self.tx),
+                              out_shardings=self.state_sh)
     self.flat_sh = flat_sh
     self.n_params = int(sum(np.prod(x.shape) for x in jax.tree.leaves(
         self.abstract_state.params)))
@@ -289,7 +302,10 @@ def check_config(config) -> None:
   for key, (lo, hi) in INT_RANGES.items():
     checks.int_in_range(key, get(key), lo, hi)
   optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
-  model_lib.GPTConfig(**config.model.to_dict())
+  checks.int_in_range("train.loss_chunk", config.train.loss_chunk, 0,
+                      2**31 - 1)
+  cfg = build.model_config(config.model)
+  init_lib.check(config.train, cfg)
 
 
 # A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
@@ -324,8 +340,12 @@ def train_and_evaluate(config, workdir: str,
 
 def _train(config, workdir: str, lead: bool, hooks) -> dict:
   tr = Trainer(config)
-  train_loader, val_loader, _ = data.make_loaders(
+  train_loader, val_loader, tok = data.make_loaders(
       config, jax.process_index(), jax.process_count())
+  if tok is not None and tok.vocab_size > tr.model_cfg.vocab_size:
+    raise ValueError(f"the tokenizer `data.tokenizer` {tok.name!r} has "
+                     f"{tok.vocab_size} tokens, more than the model's V = "
+                     f"{tr.model_cfg.vocab_size} (model.vocab_size).")
   token_counts = ({"train": int(len(train_loader.tokens)),
                    "val": int(len(val_loader.tokens))}
                   if isinstance(train_loader, data.WindowLoader) else None)
@@ -337,6 +357,10 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       tr.restore_target(), lambda s: bool(jax.jit(all_finite)(s)))
   if restored:
     state, _, start = restored
+  elif config.train.init:  # Continued pretraining: its weights, step 0.
+    fresh = jax.device_get(tr.init_fn().params)
+    state = tr.state_from(init_lib.params(config.train, tr.model_cfg, fresh))
+    start = 0
   else:
     state, start = tr.init_fn(), 0
   log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
@@ -344,7 +368,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
             (hooks(tr.model, tr.model_cfg) if hooks else [])]
   steps, tokens = config.train.steps, config.train.batch_size * \
       config.model.block_size
-  flops = model_lib.flops_per_token(tr.model_cfg, tr.n_params) * tokens
+  flops = build.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
   try:
     t_last, last_done, steps_timed, t_total = None, start, 0, 0.0
