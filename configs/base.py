@@ -69,7 +69,7 @@ def get_config() -> config_dict.ConfigDict:
   # A low-rank head under `init`: svd (the checkpoint head's truncated SVD)
   # | fresh.
   c.train.init_head = "svd"
-  # Tokens per chunk of the cross-entropy (0 = as many as fit 64 MiB of
+  # Tokens per chunk of the cross-entropy (0 = as many as fit 32 MiB of
   # float32 logits): the loss never holds [B, T, V] (training/loss.py).
   c.train.loss_chunk = 0
 

@@ -118,35 +118,45 @@ class GradientTest(parameterized.TestCase):
 class ChunkedLossTest(parameterized.TestCase):
 
   @parameterized.product(chunk=[1, 7, 37, 64, 1000], cap=[0.0, 2.5],
-                         rank=[0, 4])
-  def test_chunked_equals_naive(self, chunk, cap, rank):
+                         rank=[0, 4], bias=[False, True])
+  def test_fused_chunks_equal_the_naive_loss(self, chunk, cap, rank, bias):
     rng = np.random.default_rng(chunk)
-    h = jnp.asarray(rng.standard_normal((37, 16)), jnp.float32)
-    y = jnp.asarray(rng.integers(0, 300, 37))
-    w = jnp.asarray(rng.standard_normal((300, 16)), jnp.float32)
-    a = jnp.asarray(rng.standard_normal((300, rank or 1)), jnp.float32)
-    b = jnp.asarray(rng.standard_normal((rank or 1, 16)), jnp.float32)
+    f32 = lambda *s: jnp.asarray(rng.standard_normal(s), jnp.float32)
+    h, y = f32(37, 16), jnp.asarray(rng.integers(0, 300, 37))
+    params = {"k": f32(rank or 16, 300), "b": f32(300) if bias else None,
+              "proj": f32(16, rank) if rank else None}
 
-    def head(params, hc):
-      w_, a_, b_ = params
-      z = hc @ ((a_ @ b_) if rank else w_).T
-      return cap * jnp.tanh(z / cap) if cap else z
+    def parts(p):
+      project = (lambda h_: h_ @ p["proj"]) if rank else None
+      return project, p["k"], p["b"], cap
 
-    def value_grads(fn):
-      f = lambda params, h_: fn(lambda hc: head(params, hc), h_, y)
-      return jax.value_and_grad(f, argnums=(0, 1))((w, a, b), h)
+    def fused(p, h_):
+      project, k, b, c = parts(p)
+      return loss_lib.linear_xent(h_ if project is None else project(h_), k,
+                                  b, y, chunk, c)
 
-    got, (gp, gh) = value_grads(
-        lambda hd, h_, y_: loss_lib.chunked_xent(hd, h_, y_, chunk))
-    want, (wp, wh) = value_grads(loss_lib.naive_xent)
+    def naive(p, h_):
+      project, k, b, c = parts(p)
+
+      def head(hc):
+        z = (hc if project is None else project(hc)) @ k
+        z = z if b is None else z + b[None, :]
+        return c * jnp.tanh(z / c) if c else z
+      return loss_lib.naive_xent(head, h_, y)
+
+    got, (gp, gh) = jax.value_and_grad(fused, argnums=(0, 1))(params, h)
+    want, (wp, wh) = jax.value_and_grad(naive, argnums=(0, 1))(params, h)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    np.testing.assert_allclose(gh, wh, rtol=1e-5, atol=1e-7)
-    for g1, g2 in zip(gp, wp):
-      np.testing.assert_allclose(g1, g2, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gh, wh, rtol=1e-5, atol=1e-6)  # float32
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
+                                                         atol=1e-6), gp, wp)
+    # Without a gradient asked for, the same value (the loss-only scan).
+    np.testing.assert_allclose(fused(params, h), want, rtol=1e-6)
 
   def test_chunks_by_logit_bytes(self):
     self.assertEqual(loss_lib.chunk_tokens(131072, 8192), 128)
     self.assertEqual(loss_lib.chunk_tokens(257, 2048), 2048)
+    self.assertEqual(loss_lib.chunk_tokens(50257, 512), 256)  # Even halves.
     self.assertEqual(loss_lib.chunk_tokens(300, 100, chunk=7), 7)
     with self.assertRaisesRegex(ValueError, "`train.loss_chunk`"):
       loss_lib.chunk_tokens(300, 100, chunk=-1)

@@ -103,6 +103,19 @@ class GPTConfig:
     """(W [V, D], b [V] or None) as stored (W = A B for a low-rank head)."""
     return head_matrix(params, self), head_bias(params, self)
 
+  def head_linear(self, params):
+    """The head as (project, K [D', V], b [V] or None, soft-cap): logits =
+    project(h) K + b, project = h B^T for a low-rank head, else None (the
+    trainer's fused cross-entropy, training/loss.py)."""
+    p = params["params"] if "params" in params else params
+    bias = head_bias(params, self)
+    if self.head == "tied":
+      return None, p["wte"]["embedding"].T, bias, 0.0
+    project = None
+    if self.head == "lowrank":
+      project = lambda h: h.astype(jnp.float32) @ p["head_b"]["kernel"]
+    return project, p["lm_head"]["kernel"], bias, 0.0
+
   def input_embeddings(self, params):
     p = params["params"] if "params" in params else params
     return p["wte"]["embedding"]

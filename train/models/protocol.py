@@ -57,6 +57,11 @@ class ModelConfig(Protocol):
   def input_embeddings(self, params) -> Any:  # [V, D]
     ...
 
+  def head_linear(self, params) -> tuple[Any, Any, Any, float]:
+    """(project or None, K [D', V], b [V] or None, soft-cap): the head as
+    logits = cap tanh((project(h) K + b) / cap) (training's loss)."""
+    ...
+
 
 class Family(Protocol):
   """A module of train/models/families/ (module-level names)."""

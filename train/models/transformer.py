@@ -199,6 +199,18 @@ class TransformerConfig:
     w = p["lm_head"]["kernel"].T
     return (w @ p["head_b"]["kernel"].T if self.head_rank else w), None
 
+  def head_linear(self, params):
+    """The head as (project, K [D', V], None, soft-cap): logits =
+    cap tanh(project(h) K / cap), project = h B^T for a low-rank head, else
+    None (the trainer's fused cross-entropy, training/loss.py)."""
+    p = params["params"] if "params" in params else params
+    if self.tied:
+      return None, p["embed"]["embedding"].T, None, self.final_softcap
+    project = None
+    if self.head_rank:
+      project = lambda h: h.astype(jnp.float32) @ p["head_b"]["kernel"]
+    return project, p["lm_head"]["kernel"], None, self.final_softcap
+
   def input_embeddings(self, params):
     p = params["params"] if "params" in params else params
     return p["embed"]["embedding"]

@@ -73,12 +73,12 @@ def abstract_state(config):
 
 def loss_fn(params, model, x, y, rng, deterministic: bool, chunk: int = 0):
   """Mean next-token cross entropy: hidden states for the whole batch, the
-  head's logits a chunk of tokens at a time (training/loss.py)."""
+  head's logits (and their gradient) a chunk of tokens at a time
+  (training/loss.py)."""
   h = model.apply(params, x, deterministic=deterministic,
                   rngs={"dropout": rng}, method="hidden")
-  head = lambda h_cxd: model.apply(params, h_cxd, method="head")
-  return loss_lib.chunked_xent(head, h.reshape(-1, h.shape[-1]),
-                               y.reshape(-1), chunk)
+  return loss_lib.model_xent(model.cfg, params, h.reshape(-1, h.shape[-1]),
+                             y.reshape(-1), chunk)
 
 
 def train_step(state: TrainState, x_abt, y_abt, lr, *, model, tx, seed: int,
