@@ -154,9 +154,10 @@ class ChunkedLossTest(parameterized.TestCase):
     np.testing.assert_allclose(fused(params, h), want, rtol=1e-6)
 
   def test_chunks_by_logit_bytes(self):
-    self.assertEqual(loss_lib.chunk_tokens(131072, 8192), 128)
+    self.assertEqual(loss_lib.chunk_tokens(131072, 8192), 64)  # 32 MiB.
     self.assertEqual(loss_lib.chunk_tokens(257, 2048), 2048)
-    self.assertEqual(loss_lib.chunk_tokens(50257, 512), 256)  # Even halves.
+    self.assertEqual(loss_lib.chunk_tokens(50257, 512), 128)  # Even parts.
+    self.assertEqual(loss_lib.chunk_tokens(50257, 500), 125)
     self.assertEqual(loss_lib.chunk_tokens(300, 100, chunk=7), 7)
     with self.assertRaisesRegex(ValueError, "`train.loss_chunk`"):
       loss_lib.chunk_tokens(300, 100, chunk=-1)
