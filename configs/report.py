@@ -23,17 +23,18 @@ MiniLM's trained matrix close to a random one of its size.
 
 from ml_collections import config_dict
 
-SCALES = ("tiny", "quick", "paper")
+SCALES = ("tiny", "quick", "full", "paper")
 
 
 def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   if scale not in SCALES:
-    raise ValueError(f"`scale` must be 'tiny', 'quick' or 'paper'; got "
-                     f"{scale!r}.")
+    raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
 
-  def at(tiny, quick, paper):
-    """This scale's value of a field: one small table per field."""
-    return {"tiny": tiny, "quick": quick, "paper": paper}[scale]
+  def at(tiny, quick, paper, full=None):
+    """This scale's value of a field: one small table per field (`full`,
+    the definitive CPU run, is quick's where a field does not set it)."""
+    return {"tiny": tiny, "quick": quick, "paper": paper,
+            "full": quick if full is None else full}[scale]
 
   c = config_dict.ConfigDict()
   c.scale = scale  # Name of this preset, recorded in the report.
@@ -184,9 +185,21 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.lowrank.ranks = at((2, 64), (2, 8, 64), (2, 4, 8, 16, 32, 64))  # D.
   c.lowrank.steps = at(10, 200, 3000)  # Per run.
 
-  # Seed 002 Fig. 14: SpamLang over V for a low-rank and a full head.
+  # Seed 002 Fig. 14: SpamLang over V for low-rank and full-rank heads
+  # (configs/spamlang.py; the language's definition is inferred).
   c.spamlang = config_dict.ConfigDict()
-  c.spamlang.vocabs = at((32,), (32, 256, 2048), (32, 256, 2048))  # V.
-  c.spamlang.ranks = (2, 64)  # D = 2 and full width (64).
-  c.spamlang.steps = at(10, 120, 3000)  # Per run.
+  c.spamlang.vocabs = at((64, 256), (256, 1024, 4096),
+                         (1024, 4096, 16384, 49152),
+                         full=(256, 1024, 4096, 16384, 65536))  # V.
+  c.spamlang.ranks = at((8, 0), (8, 0), (32, 0), full=(8, 32, 0))  # 0: full.
+  # Steps per run; a V whose full-rank head has not learned the task
+  # (accuracy < `learned` on positions >= 1) is run again with twice the
+  # steps, up to `doublings` times, and its low ranks at those steps.
+  c.spamlang.steps = at(30, 250, 5000, full=250)
+  c.spamlang.doublings = at(0, 1, 0, full=5)
+  c.spamlang.learned = 0.95  # Accuracy that says the task is learned.
+  c.spamlang.lrs = at((0.0,), (0.0,), (1e-4, 3e-4, 1e-3))  # 0: the config's.
+  c.spamlang.seeds = at((0,), (0,), (0,), full=(0, 1))
+  c.spamlang.cpu = at(True, True, False)  # configs/spamlang.py's CPU model
+  # (paper: Table 3's SmolLM2-135M architecture).
   return c

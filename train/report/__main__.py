@@ -17,7 +17,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-  flags.DEFINE_enum("scale", "quick", ["tiny", "quick", "paper"],
+  flags.DEFINE_enum("scale", "quick", list(report_config.SCALES),
                     "Preset of configs/report.py.")
   flags.DEFINE_string("outdir", None, "Folder for report.md, JSON, PNGs "
                       "(default: report, or report_<scale>).")

@@ -6,6 +6,8 @@ eq. (10) and Figs. 2, 7, 8 on trained heads; §3.1 low-rank heads (Fig. 1);
 
 from __future__ import annotations
 
+import numpy as np
+
 from train.probes import gradient, subjects
 from train.report.section import (Section, figure, probe_subject, table,
                                   text_pass)
@@ -82,18 +84,83 @@ def lowrank_sweep(config, outdir: str) -> Section:
 def spamlang_sweep(config, outdir: str) -> Section:
   """Seed 002 §3.2 / Fig. 14: SpamLang final loss and accuracy vs V."""
   c = config.spamlang
-  rows = experiments.spamlang_runs(c.vocabs, c.ranks, c.steps, outdir)
+  rows = experiments.spamlang_sweep(c, outdir)
+  model = ("2 llama-like layers of width 128, sequences of 4, batch 256"
+           if c.cpu else "Table 3's SmolLM2-135M architecture, sequences "
+           "of 64, batch 128")
   body = "\n\n".join([
-      "SpamLang: every sequence repeats its first token (uniform over V), "
-      "so the next token is always the current one, trivially expressible "
-      f"at any D >= 2 (Prop. 2.4). Tiny model (2 layers, width 64), "
-      f"{c.steps} steps per (V, D); D = 64 is the full-rank head. The paper "
-      "finds the loss rising with V for small D (Fig. 14).", table(rows),
-      figure(_spamlang_figure(rows), outdir, "spamlang.png", "SpamLang "
-             "loss and accuracy against V for a rank-2 and a full-rank "
-             "head."), _spamlang_reading(rows, c.steps)])
+      spamlang_verdict(rows, c.learned),
+      "SpamLang: every sequence repeats its first token, drawn uniformly "
+      "from V; **the definition is inferred** (the section of seed 002 "
+      "that defines it is missing from our copy; configs/spamlang.py). "
+      "The next token is always the current one, expressible at any rank "
+      f"D >= 2 (Prop. 2.4). Model: {model}; accuracy on positions >= 1 "
+      "of 256 held-out sequences; a V whose full-rank head had not learned "
+      f"the task (accuracy < {c.learned}) was run again with twice the "
+      f"steps, up to {c.doublings} times (`steps`).", table(rows),
+      figure(_spamlang_figure(rows), outdir, "spamlang.png",
+             "SpamLang: final validation loss and next-token accuracy "
+             "against the vocabulary size V, one line per head rank D (the "
+             "largest D is the full-rank head), seeds averaged.")])
   return Section("Seed 002 Fig. 14: SpamLang vs vocabulary size", body,
                  {"rows": rows})
+
+
+PAPER_SPAMLANG = ("seed 002 Fig. 14: on SpamLang, whose next token any rank "
+                  "can express, a low-rank head's final loss rises with V "
+                  "while a full-rank head learns the task")
+
+
+def spamlang_verdict(rows, learned: float = 0.95, gap: float = 0.1) -> str:
+  """The section's conclusion, from its rows: whether the full-rank head
+  learned at every V (else the run cannot tell), and, for each low rank,
+  whether its final loss rises with V and exceeds the full rank's at the
+  largest V by more than `gap` nats (seeds averaged, each head at its best
+  learning rate)."""
+  def best(v, full_rank, d=None):
+    """(final loss, accuracy) of a head at V: seeds averaged, at its best
+    learning rate."""
+    out = []
+    for lr in sorted({r["lr"] for r in rows}):
+      rs = [r for r in rows if r["V"] == v and r["lr"] == lr and
+            r["full_rank"] == full_rank and (d is None or r["D"] == d)]
+      if rs:
+        out.append((float(np.mean([r["final_val_loss"] for r in rs])),
+                    float(np.mean([r["accuracy"] for r in rs])),
+                    max(r["steps"] for r in rs)))
+    return min(out)
+
+  vocabs = sorted({r["V"] for r in rows})
+  unlearned = [v for v in vocabs if best(v, True)[1] < learned]
+  if unlearned:
+    worst = min(unlearned, key=lambda v: best(v, True)[1])
+    _, accuracy, steps = best(worst, True)
+    return (f"**Cannot tell** ({PAPER_SPAMLANG}): the full-rank head did not "
+            f"learn the task at V = {', '.join(map(str, unlearned))} "
+            f"(accuracy {accuracy:.2f} at V = {worst} after {steps} steps, "
+            f"below {learned}); longer runs at those V would decide.")
+  parts = []
+  for d in sorted({r["D"] for r in rows if not r["full_rank"]}):
+    loss = [best(v, False, d)[0] for v in vocabs]
+    top = best(vocabs[-1], True)[0]
+    rises = all(b >= a for a, b in zip(loss, loss[1:])) and (
+        loss[-1] - loss[0] > gap)
+    above = loss[-1] - top > gap
+    parts.append((d, rises and above, loss, top))
+  agree = all(p[1] for p in parts)
+  detail = "; ".join(
+      f"D = {d}: {' -> '.join(f'{x:.3g}' for x in loss)} nats over V = "
+      f"{vocabs[0]} .. {vocabs[-1]} (full rank {top:.3g} at V = "
+      f"{vocabs[-1]})" for d, _, loss, top in parts)
+  if agree:
+    return (f"**Agrees with {PAPER_SPAMLANG}**: the full-rank head learned "
+            f"the task at every V; {detail}.")
+  flat = [d for d, ok, _, _ in parts if not ok]
+  return (f"**Disagrees with {PAPER_SPAMLANG}** at D = "
+          f"{', '.join(map(str, flat))}: its loss does not rise with V by "
+          f"more than {gap} nats above the full rank's ({detail}); at this "
+          "size the low-rank heads keep up (longer sequences or larger V, "
+          "as the paper's, may separate them).")
 
 
 _CAPTIONS = {
@@ -107,43 +174,24 @@ _CAPTIONS = {
 }
 
 
-def _spamlang_reading(rows, steps: int) -> str:
-  """Whether the run can speak to the paper's claim: the full-rank head
-  must have learned the task, else the run is undertrained."""
-  full = max(r["D"] for r in rows)
-  worst = min((r for r in rows if r["D"] == full), key=lambda r: r[
-      "accuracy"])
-  if worst["accuracy"] < 0.9:
-    return (f"**Caveat: undertrained.** The full-rank head (D = {full}) "
-            f"itself reaches only {worst['accuracy']:.2f} accuracy at V = "
-            f"{worst['V']} after {steps} steps, so this run cannot tell "
-            "the bottleneck apart from too little training: it neither "
-            "confirms nor refutes seed 002's Fig. 14 (more steps: "
-            "--scale=paper).")
-  small = [r for r in rows if r["D"] < full]
-  gap = max((r["final_val_loss"] - next(q["final_val_loss"] for q in rows
-                                         if q["D"] == full and
-                                         q["V"] == r["V"]) for r in small),
-            default=0.0)
-  return (f"The full-rank head learns the task at every V (accuracy >= "
-          f"{worst['accuracy']:.2f}); the low-rank heads' loss exceeds it "
-          f"by up to {gap:.3f} nats" + (" (as in the paper)." if gap > 0.05
-                                        else ": **unlike the paper**, no "
-                                        "clear gap at this size."))
-
-
 def _spamlang_figure(rows):
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
   for d in sorted({r["D"] for r in rows}):
-    rs = [r for r in rows if r["D"] == d]
+    vocabs = sorted({r["V"] for r in rows if r["D"] == d})
     for ax, key in zip(axes, ("final_val_loss", "accuracy")):
-      ax.plot([r["V"] for r in rs], [r[key] for r in rs], "o-",
-              label=f"D={d}")
+      ax.plot(vocabs, [np.mean([r[key] for r in rows if r["D"] == d and
+                                r["V"] == v]) for v in vocabs], "o-",
+              label=f"D={d}" + (" (full)" if any(
+                  r["full_rank"] for r in rows if r["D"] == d) else ""))
       ax.set_xscale("log")
       ax.set_xlabel("vocabulary size V")
+  every_v = sorted({r["V"] for r in rows})
+  for ax in axes:
+    ax.minorticks_off()
+    ax.set_xticks(every_v, [str(v) for v in every_v])
   axes[0].set_ylabel("final validation loss (nats)")
-  axes[1].set_ylabel("next-token accuracy")
+  axes[1].set_ylabel("next-token accuracy (positions >= 1)")
   axes[0].set_title("SpamLang: loss vs V")
   axes[1].set_title("SpamLang: accuracy vs V")
   for ax in axes:

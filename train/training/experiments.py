@@ -102,22 +102,22 @@ def lowrank_runs(ranks, steps: int, outdir: str) -> dict[int, list[dict]]:
 
 
 def spamlang_runs(vocabs, ranks, steps: int, outdir: str, lr: float = 0.0,
-                  seeds=(0,)) -> list[dict]:
+                  seeds=(0,), cpu: bool = True) -> list[dict]:
   """Seed 002 §3.2: per (V, D, seed) the final validation loss and the
   next-token accuracy on positions >= 1 of held-out sequences (D = 0: the
-  full-rank head); configs/spamlang.py's CPU model."""
+  full-rank head); configs/spamlang.py's CPU model, or Table 3's."""
   rows = []
   for v in vocabs:
     for d in ranks:
       for seed in seeds:
-        arg = f"V={v},cpu" + (f",D={d}" if d else "") + (
-            f",lr={lr}" if lr else "")
+        arg = f"V={v}" + (",cpu" if cpu else "") + (f",D={d}" if d else "") \
+            + (f",lr={lr}" if lr else "")
         cfg = _short_run(spamlang.get_config(arg), steps,
                          max(1, steps // 4), max(1, steps // 10))
         cfg.seed = seed
         cfg.checkpoint_every = steps
-        workdir = os.path.join(outdir, "runs",
-                               f"spamlang_V{v}_D{d}_s{seed}_n{steps}")
+        workdir = os.path.join(outdir, "runs", f"spamlang_V{v}_D{d}_s{seed}"
+                               f"_n{steps}" + (f"_lr{lr:g}" if lr else ""))
         summary = trainer.train_and_evaluate(cfg, workdir)
         params, mcfg, _ = trainer.load_params(workdir, cfg)
         x, y = data.SpamLangLoader(v, mcfg.block_size, 256,
@@ -125,7 +125,28 @@ def spamlang_runs(vocabs, ranks, steps: int, outdir: str, lr: float = 0.0,
         logits = jax.jit(mcfg.module().apply)(params, x)
         hits = np.argmax(logits, axis=-1) == y
         rows.append({"V": v, "D": d or mcfg.n_embd, "full_rank": not d,
-                     "seed": seed, "steps": steps,
+                     "seed": seed, "steps": steps, "lr": cfg.train.lr,
                      "final_val_loss": summary["final_val_loss"],
                      "accuracy": float(np.mean(hits[:, 1:]))})
+  return rows
+
+
+def spamlang_sweep(c, outdir: str) -> list[dict]:
+  """The report's SpamLang sweep (configs/report.py: spamlang): at each V
+  and lr the full-rank head first, with its steps doubled (up to
+  c.doublings times) until it learns the task (accuracy >= c.learned on
+  every seed); the low ranks then at the steps it needed. A V whose full
+  rank never learns keeps its rows, marked learned = False."""
+  rows = []
+  for lr in c.lrs:
+    for v in c.vocabs:
+      for k in range(c.doublings + 1):
+        steps = c.steps * 2**k
+        full = spamlang_runs([v], [0], steps, outdir, lr, c.seeds, c.cpu)
+        learned = min(r["accuracy"] for r in full) >= c.learned
+        if learned or k == c.doublings:
+          break
+      low = spamlang_runs([v], [d for d in c.ranks if d], steps, outdir, lr,
+                          c.seeds, c.cpu)
+      rows += [dict(r, learned=learned) for r in full + low]
   return rows
