@@ -182,8 +182,17 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
 
   # Seed 002 Fig. 1: low-rank heads on one backbone (configs/lowrank.py).
   c.lowrank = config_dict.ConfigDict()
-  c.lowrank.ranks = at((2, 64), (2, 8, 64), (2, 4, 8, 16, 32, 64))  # D.
-  c.lowrank.steps = at(10, 200, 3000)  # Per run.
+  # D (V = 4096 on the CPU: 8 .. 256 is D/V = 1/512 .. 1/16).
+  c.lowrank.ranks = at((8, 256), (8, 256), (32, 256, 1024, 4096),
+                       full=(8, 32, 64, 256))
+  c.lowrank.seeds = at((0,), (0, 1), (0, 1))  # Seeds per D.
+  # Steps of the largest D (doubled up to `doublings` times until its
+  # validation loss falls < `flat` over the last quarter); every D's.
+  c.lowrank.steps = at(20, 300, 20000, full=400)
+  c.lowrank.doublings = at(0, 0, 0, full=3)
+  c.lowrank.flat = 0.01
+  c.lowrank.plays = at("hamlet*", "hamlet*", "", full="")  # CPU corpus.
+  c.lowrank.cpu = at(True, True, False)  # configs/lowrank.py's CPU size.
 
   # Seed 002 Fig. 14: SpamLang over V for low-rank and full-rank heads
   # (configs/spamlang.py; the language's definition is inferred).

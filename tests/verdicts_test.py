@@ -1,5 +1,6 @@
 """Each report conclusion is computed from its numbers: fed numbers on both
-sides of the paper's claim, the sentence flips (issue 59)."""
+sides of the paper's claim, the sentence flips (issue 59): SpamLang (seed
+002 Fig. 14) and the low-rank sweep (seed 002 Fig. 1)."""
 
 from absl.testing import absltest
 
@@ -39,6 +40,45 @@ class SpamLangVerdictTest(absltest.TestCase):
         dict(r, lr=1e-4, final_val_loss=9.0, accuracy=0.1)
         for r in spam_rows([0.01, 3.7])]
     self.assertStartsWith(seed002.spamlang_verdict(rows), "**Agrees")
+
+
+def lowrank_rows(top_curve, low_final=5.6, flat=True, seeds=(0, 1)):
+  rows = []
+  for seed in seeds:
+    rows.append({"D": 8, "V": 4096, "seed": seed, "steps": 400,
+                 "tokens_per_step": 1024, "final_val_loss": low_final,
+                 "curve": [(200, 6.0), (400, low_final)], "flat": flat,
+                 "fall": 0.004})
+    rows.append({"D": 256, "V": 4096, "seed": seed, "steps": 400,
+                 "tokens_per_step": 1024, "final_val_loss": top_curve[-1][1],
+                 "curve": top_curve, "flat": flat,
+                 "fall": 0.004 if flat else 0.03})
+  return rows
+
+
+class LowRankVerdictTest(absltest.TestCase):
+
+  def test_the_sentence_follows_the_numbers(self):
+    fast = [(100, 6.0), (200, 5.6), (300, 5.4), (400, 5.35)]
+    self.assertEqual(seed002.lowrank_speedups(lowrank_rows(fast)),
+                     [2.0, 2.0])  # 5.6 reached at 200 of 400 steps.
+    agree = seed002.lowrank_verdict(lowrank_rows(fast))
+    self.assertStartsWith(agree, "**Agrees with seed 002 Fig. 1")
+    self.assertIn("in x2.00 fewer tokens (seeds: x2.00, x2.00)", agree)
+    slow = [(100, 6.5), (200, 6.2), (300, 5.9), (400, 5.7)]
+    self.assertStartsWith(seed002.lowrank_verdict(lowrank_rows(slow)),
+                          "**Disagrees")
+    early = seed002.lowrank_verdict(lowrank_rows(fast, flat=False))
+    self.assertStartsWith(early, "**Cannot tell**")
+    self.assertIn("fell 3.0% over the last quarter", early)
+
+  def test_flattening_criterion(self):
+    from train.training import experiments  # pylint: disable=g-import-not-at-top
+    self.assertEqual(experiments.flattened(
+        [(100, 6.0), (300, 5.00), (400, 4.99)])[0], True)
+    flat, fall = experiments.flattened([(100, 6.0), (300, 5.2), (400, 5.0)])
+    self.assertFalse(flat)
+    self.assertAlmostEqual(fall, 0.2 / 5.2)
 
 
 if __name__ == "__main__":

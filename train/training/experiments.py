@@ -86,19 +86,57 @@ def probe_model_run(steps: int, outdir: str, plays: str = "") -> str:
   return workdir
 
 
-def lowrank_runs(ranks, steps: int, outdir: str) -> dict[int, list[dict]]:
-  """Seed 002 §3.1: one backbone, heads of rank D; D -> metrics rows."""
-  rows = {}
+def lowrank_run(d: int, seed: int, steps: int, outdir: str,
+                plays: str = "", cpu: bool = True) -> tuple[dict, list[dict]]:
+  """One run of seed 002 §3.1's sweep (configs/lowrank.py; D = 0: the
+  full-rank head): (its config's numbers, its metrics rows)."""
+  cfg = lowrank.get_config(f"D={d},seed={seed}" + (",cpu" if cpu else ""))
+  if plays:
+    cfg.data.path = plays
+  every = max(1, steps // 12)
+  cfg = _short_run(cfg, steps, every, max(1, steps // 20))
+  cfg.train.warmup = max(1, steps // 20)
+  cfg.checkpoint_every = steps
+  workdir = os.path.join(outdir, "runs", f"lowrank_D{d}_s{seed}_n{steps}")
+  trainer.train_and_evaluate(cfg, workdir)
+  info = {"D": d or cfg.model.n_embd, "V": cfg.model.vocab_size,
+          "seed": seed, "steps": steps,
+          "tokens_per_step": cfg.train.batch_size * cfg.model.block_size}
+  return info, read_metrics(workdir)
+
+
+def flattened(curve, share: float = 0.25, tolerance: float = 0.01):
+  """(flat?, relative fall): whether a validation curve [(step, loss)]
+  fell by less than `tolerance` (relative) over its last `share` of steps:
+  the stopping criterion of the low-rank sweep's largest D."""
+  last_step, last = curve[-1]
+  start = min(curve, key=lambda p: abs(p[0] - last_step * (1 - share)))[1]
+  fall = (start - last) / start
+  return fall < tolerance, fall
+
+
+def lowrank_sweep(c, outdir: str) -> list[dict]:
+  """The report's low-rank sweep (configs/report.py: lowrank): the largest
+  D first, its steps doubled (up to c.doublings times) until its validation
+  loss flattens on every seed (`flattened`); every D then at those steps.
+  Rows per (D, seed): the final validation loss and the validation curve."""
+  ranks = sorted(c.ranks)
+  for k in range(c.doublings + 1):
+    steps = c.steps * 2**k
+    top = [lowrank_run(ranks[-1], s, steps, outdir, c.plays, c.cpu)
+           for s in c.seeds]
+    flat = [flattened(val_curve(rows), tolerance=c.flat) for _, rows in top]
+    if all(f for f, _ in flat) or k == c.doublings:
+      break
+  out = []
   for d in ranks:
-    every = max(1, steps // 10)
-    cfg = _short_run(lowrank.get_config(f"D={d},cpu"), steps, every, every)
-    # Ten evaluations draw the curve; two checkpoints bound what a kill
-    # loses (an orbax save is ~0.3 s: ten made up a fifth of a tiny run).
-    cfg.checkpoint_every = max(every, steps // 2)
-    workdir = os.path.join(outdir, "runs", f"lowrank_D{d}")
-    trainer.train_and_evaluate(cfg, workdir)
-    rows[d] = read_metrics(workdir)
-  return rows
+    for i, seed in enumerate(c.seeds):
+      info, rows = top[i] if d == ranks[-1] else lowrank_run(
+          d, seed, steps, outdir, c.plays, c.cpu)
+      curve = val_curve(rows)
+      out.append(dict(info, final_val_loss=curve[-1][1], curve=curve,
+                      flat=flat[i][0], fall=flat[i][1]))
+  return out
 
 
 def spamlang_runs(vocabs, ranks, steps: int, outdir: str, lr: float = 0.0,
