@@ -49,6 +49,8 @@ def smollm2_path() -> str:
 
 
 def sha256(path: str) -> str:
+  """sha256 of a file's bytes, read in 1 MiB blocks (also the token
+  caches' digest of a corpus, train/text/data.py)."""
   digest = hashlib.sha256()
   with open(path, "rb") as f:
     for block in iter(lambda: f.read(1 << 20), b""):

@@ -38,6 +38,7 @@ import sys
 
 import numpy as np
 
+from bottleneck.io import zoo
 from train.text import corpora, prepare, tokenizers
 
 SOURCES = ("tinystories", "shakespeare", "python_docs", "text",
@@ -145,15 +146,6 @@ def corpus_files(cfg_data) -> tuple[list[str], list[str] | None]:
   return files, None
 
 
-def file_digest(path: str) -> str:
-  """sha256 of a file's bytes (read in 1 MiB blocks)."""
-  digest = hashlib.sha256()
-  with open(path, "rb") as f:
-    for block in iter(lambda: f.read(1 << 20), b""):
-      digest.update(block)
-  return digest.hexdigest()
-
-
 def _corpus_key(cfg_data) -> dict:
   """What decides the corpus's text: the source, the split, and a digest of
   every file's bytes, in order (a file replaced by other bytes of the same
@@ -161,8 +153,8 @@ def _corpus_key(cfg_data) -> dict:
   a generated corpus by its parameters and generator version."""
   train, val = corpus_files(cfg_data)
   desc = {"source": cfg_data.source, "val_fraction": cfg_data.val_fraction,
-          "train": [file_digest(f) for f in train],
-          "val": None if val is None else [file_digest(f) for f in val]}
+          "train": [zoo.sha256(f) for f in train],
+          "val": None if val is None else [zoo.sha256(f) for f in val]}
   if cfg_data.source == "synthetic_stories":
     desc.update(n=cfg_data.synthetic_stories, seed=cfg_data.seed,
                 generator=STORIES_VERSION)
