@@ -82,25 +82,17 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
   given = [v for v in (workdir, hf_dir, model) if v]
   if len(given) != 1:
     raise ValueError("give exactly one of `model`, `workdir` and `hf_dir`.")
-  if model:
-    kind, _, rest = model.partition(":")
-    if kind in zoo.NAMES or kind == "gguf":
-      path = zoo.path(kind) if kind in zoo.NAMES else rest
-      params, cfg, tok = loaders.load_gguf(path, dtype)
-      name = kind if kind in zoo.NAMES else os.path.splitext(
-          os.path.basename(path))[0]
-      return Subject(_on_device(params), cfg, tok, name)
-    if kind == "run":
-      workdir = rest
-    elif kind == "hf":
-      hf_dir = rest
-    else:
-      raise ValueError(f"`model` must be {SPECS}; got {model!r}.")
-  if hf_dir:
-    tok = tokenizers.load("hf:" + hf_dir)
-    params, cfg = loaders.load_hf(hf_dir, dtype, tok)
-    return Subject(_on_device(params), cfg, tok,
-                   os.path.basename(os.path.normpath(hf_dir)))
+  spec = model or (f"hf:{hf_dir}" if hf_dir else f"run:{workdir}")
+  kind, _, rest = spec.partition(":")
+  if kind in zoo.NAMES or kind in ("gguf", "hf"):  # loaders.SPECS
+    params, cfg, tok = loaders.load(spec, dtype)
+    name = (kind if kind in zoo.NAMES else
+            os.path.splitext(os.path.basename(rest))[0] if kind == "gguf"
+            else os.path.basename(os.path.normpath(rest)))
+    return Subject(_on_device(params), cfg, tok, name)
+  if kind != "run":
+    raise ValueError(f"`model` must be {SPECS}; got {model!r}.")
+  workdir = rest
   from train.training import runs  # pylint: disable=g-import-not-at-top
   params, cfg, tok, config = runs.load(workdir)
   return Subject(params, cfg, tok, os.path.basename(os.path.normpath(
