@@ -49,8 +49,12 @@ class ParseArgTest(parameterized.TestCase):
         get_config(arg)
 
   def test_report_scales_are_tables(self):
-    tiny, quick, paper = (report.get_config(s) for s in report.SCALES)
+    tiny, quick, full, paper = (report.get_config(s) for s in report.SCALES)
     self.assertEqual((tiny.figure5.N, quick.figure5.N), (2000, 50257))
+    # `full` is quick's where a field does not set its own.
+    self.assertEqual(full.figure5.N, quick.figure5.N)
+    self.assertEqual((quick.spamlang.vocabs[-1], full.spamlang.vocabs[-1]),
+                     (4096, 65536))
     self.assertEqual((quick.figure1.batch, paper.figure1.batch), (32, 64))
     self.assertEqual(paper.figure5.method, "matrix")
     self.assertLen(paper.training.runs, 8)
