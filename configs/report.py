@@ -1,13 +1,16 @@
 """The main job: one report of every reproduced result (`python -m train.report`).
 
 Scales (the `--scale` flag of train.report picks one):
-  quick  2 CPU cores, ~16 minutes (16.4 measured on 2026-11-22 with the
-         global LP certificates; 11.4 before them on 2026-11-21; sections
-         timed in the report); GPT-2-size closed forms and simulation
-         (projected sampler), small sign-rank sweeps, CPU-sized LPs and
-         small trained models.
-  paper  the papers' sizes, for a GPU/TPU: Figure 5 with the materialised
-         matrix, larger sweeps.
+  quick  the main job: 2 CPU cores, budget 20 min and 4 GB (the report's
+         "Time and memory" section times each section); GPT-2-size closed
+         forms and simulation (projected sampler), small sign-rank sweeps,
+         CPU-sized LPs, the smallest training runs that can speak.
+  full   the definitive CPU run, budget 2 h: quick's sizes where a field
+         does not set its own, longer and wider training sweeps (SpamLang
+         to V = 65536, the low-rank sweep until its largest D flattens,
+         2 seeds).
+  paper  the papers' configurations, for a GPU/TPU: Figure 5 with the
+         materialised matrix, Table 3's SpamLang, a Table 4 backbone.
   tiny   seconds; what the test suite runs.
 
 Launch:
