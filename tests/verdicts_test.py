@@ -81,5 +81,22 @@ class LowRankVerdictTest(absltest.TestCase):
     self.assertAlmostEqual(fall, 0.2 / 5.2)
 
 
+class ThesisVerdictTest(absltest.TestCase):
+
+  def test_the_sentence_follows_the_numbers(self):
+    from train.report import seed004  # pylint: disable=g-import-not-at-top
+    run = lambda name, loss: {"run": name, "final_val_loss": loss}
+    agree = seed004.thesis_verdict([run("model1", 7.07), run("model7", 6.10)])
+    self.assertStartsWith(agree, "**Agrees with seed 004 Fig. 5.1")
+    self.assertIn("model7 6.100, model1 7.070", agree)
+    disagree = seed004.thesis_verdict([run("model1", 6.0), run("model7", 6.1),
+                                       run("model8", 5.0)])
+    self.assertStartsWith(disagree, "**Disagrees")
+    self.assertIn("model7 ends at 6.100 nats, not below model1's 6.000",
+                  disagree)
+    self.assertStartsWith(seed004.thesis_verdict(
+        [run("model1,cpu", 2.0), run("model3,cpu", 1.9)]), "**Cannot tell**")
+
+
 if __name__ == "__main__":
   absltest.main()

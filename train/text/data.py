@@ -390,8 +390,14 @@ def token_meta(cfg_data, tokenizer) -> dict:
   return build_shards(cfg_data, tokenizer)
 
 
+PASSAGE_WORDS = 40  # Fewest words of a held-out passage (held-out text).
+
+
 def heldout_documents(cfg_data, tokenizer) -> list[str]:
-  """Validation documents as text (stories for tinystories / synthetic)."""
+  """Validation documents as text: stories for tinystories / synthetic;
+  for a text split by tokens (Shakespeare: the held-out tail holds a few
+  plays), its blank-line-separated passages of PASSAGE_WORDS words or
+  more."""
   if cfg_data.source == "spamlang":
     raise ValueError("SpamLang has no text documents to complete.")
   if cfg_data.source != "shards":
@@ -401,4 +407,8 @@ def heldout_documents(cfg_data, tokenizer) -> list[str]:
   meta = token_meta(cfg_data, tokenizer)
   ids = np.memmap(meta["val"], dtype=meta["dtype"], mode="r")
   text = tokenizer.decode(np.asarray(ids[:200_000]).tolist())
-  return [d.strip() for d in text.split(tokenizers.EOT) if d.strip()]
+  docs = [d.strip() for d in text.split(tokenizers.EOT) if d.strip()]
+  if cfg_data.source == "shards":
+    return docs
+  return [p.strip() for d in docs for p in d.split("\n\n")
+          if len(p.split()) >= PASSAGE_WORDS]

@@ -27,8 +27,11 @@ def _cell(text: str) -> str:
 
 
 def story_table(workdirs, n: int, token_counts, seed: int = 0,
-                **sampling) -> str:
-  """Markdown: one table per completion length, a column per model."""
+                labels=None, **sampling) -> str:
+  """Markdown: one table per completion length, a column per model
+  (`labels`: the columns' names; default the workdirs' folder names)."""
+  labels = labels or [os.path.basename(os.path.normpath(wd))
+                      for wd in workdirs]
   runs = [load_run(wd) for wd in workdirs]
   _, _, cfg0, tok0, config0 = runs[0]
   stories = data.heldout_documents(config0.data, tok0)
@@ -36,11 +39,11 @@ def story_table(workdirs, n: int, token_counts, seed: int = 0,
   for count in token_counts:
     pairs = generate.split_stories(stories, tok0, n, count, seed)
     columns = {}
-    for wd, (params, model, cfg, tok, _) in zip(workdirs, runs):
+    for label, (params, model, cfg, tok, _) in zip(labels, runs):
       if tok.name != tok0.name:
         raise ValueError("`workdir` runs must share one tokenizer; got "
                          f"{tok0.name} and {tok.name}.")
-      columns[os.path.basename(os.path.normpath(wd))] = generate.complete(
+      columns[label] = generate.complete(
           params, model, cfg, [p for p, _ in pairs], count, seed, **sampling)
     head = ["prompt", "original"] + list(columns)
     lines = [f"**Story completions ({count} tokens)**", "",

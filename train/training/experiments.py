@@ -36,29 +36,26 @@ def val_curve(rows) -> list[tuple[int, float]]:
   return [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
 
 
-def steps_to(curve, target):
-  """First step (linear interpolation) where the val loss reaches target."""
-  prev = None
-  for step, loss in curve:
-    if loss <= target:
-      if prev is None:
-        return float(step)
-      (s0, l0) = prev
-      return s0 + (step - s0) * (l0 - target) / max(l0 - loss, 1e-12)
-    prev = (step, loss)
-  return None
-
-
-def thesis_config(name: str, steps: int):
-  """A thesis config (e.g. 'model1,cpu') trained for `steps` steps."""
-  return _short_run(thesis.get_config(name), steps, max(1, steps // 4),
-                    max(1, steps // 20))
-
-
-def thesis_run(name: str, steps: int, outdir: str) -> str:
-  """Trains (or finds) <outdir>/runs/<name>; returns the workdir."""
-  workdir = os.path.join(outdir, "runs", name.replace(",", "_"))
-  trainer.train_and_evaluate(thesis_config(name, steps), workdir)
+def thesis_run(name: str, steps: int, outdir: str, source: str = "",
+               path: str = "", batch: int = 0, lr: float = 0.0) -> str:
+  """Trains (or finds) one of the thesis's models (configs/thesis.py: its
+  GPT-Neo tokenizer, V = 50257) for `steps` steps on `source` / `path`
+  ('' = the config's TinyStories), `batch` sequences of 128 tokens a step
+  and peak lr `lr` (0 = the config's); returns the workdir."""
+  cfg = thesis.get_config(name)
+  if source:
+    cfg.data.source, cfg.data.path = source, path
+  if batch:
+    cfg.train.batch_size = batch
+  if lr:
+    cfg.train.lr = lr
+  cfg = _short_run(cfg, steps, max(1, steps // 8), max(1, steps // 20))
+  cfg.checkpoint_every = steps
+  tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{source or 'default'}-{path}")
+  workdir = os.path.join(outdir, "runs", f"thesis_{name.replace(',', '_')}"
+                         f"_{tag.strip('-')}_n{steps}_b"
+                         f"{cfg.train.batch_size}_lr{cfg.train.lr:g}")
+  trainer.train_and_evaluate(cfg, workdir)
   return workdir
 
 
