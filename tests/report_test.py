@@ -62,6 +62,14 @@ class ReportTest(absltest.TestCase):
     self.assertIn("## Seed 003", md)
     grad = list(saved["sections"]["gradient"].values())[0]
     self.assertTrue(0 < grad["norm_ratio"] < 1)
+    # Seed 003 Fig. 7 on the llama-like low-rank run: every checkpoint, the
+    # initial parameters first, the last one the final parameters.
+    freq = saved["sections"]["encoding"]["frequency_llama"]["rows"]
+    self.assertEqual([r["step"] for r in freq][:2], [0, 1])
+    self.assertEqual(freq[0]["conv_qkv_0"], 0.0)
+    self.assertAlmostEqual(freq[-1]["conv_qkv_0"], 1.0)
+    self.assertIsNotNone(freq[-1]["val_loss"])
+    self.assertIn("Frequency probe on a llama-like real-text run", md)
 
   def test_real_llm_section_compares_two_small_ggufs(self):
     from tests import families_test  # pylint: disable=g-import-not-at-top

@@ -1,6 +1,9 @@
 """Each report conclusion is computed from its numbers: fed numbers on both
 sides of the paper's claim, the sentence flips (issue 59): SpamLang (seed
-002 Fig. 14) and the low-rank sweep (seed 002 Fig. 1)."""
+002 Fig. 14), the low-rank sweep (seed 002 Fig. 1), the thesis's ordering
+(seed 004 Fig. 5.1) and the frequency probe (seed 003 Fig. 7)."""
+
+import math
 
 from absl.testing import absltest
 
@@ -96,6 +99,35 @@ class ThesisVerdictTest(absltest.TestCase):
                   disagree)
     self.assertStartsWith(seed004.thesis_verdict(
         [run("model1,cpu", 2.0), run("model3,cpu", 1.9)]), "**Cannot tell**")
+
+
+class FrequencyVerdictTest(absltest.TestCase):
+
+  @staticmethod
+  def rows(r2s, losses):
+    return [{"step": 10 * i, "adj_r2": r2, "conv_head": i / len(r2s),
+             "val_loss": loss} for i, (r2, loss) in enumerate(zip(r2s,
+                                                                    losses))]
+
+  def test_the_sentence_follows_the_numbers(self):
+    from train.report import seed003  # pylint: disable=g-import-not-at-top
+    v = 1024  # ln V = 6.93; final 4.0: converged once <= 4.29.
+    start = math.log(v)
+    agree = seed003.frequency_verdict(
+        self.rows([0.0, 0.6, 0.7, 0.8], [start, 5.0, 4.2, 4.0]), v)
+    self.assertStartsWith(agree, "**Agrees with seed 003 Fig. 7**")
+    self.assertIn("reaches 0.5 at step 10", agree)
+    self.assertIn("fall from ln V = 6.93 to 4.00 at step 20", agree)
+    late = seed003.frequency_verdict(
+        self.rows([0.0, 0.1, 0.2, 0.6], [start, 4.2, 4.1, 4.0]), v)
+    self.assertStartsWith(late, "**Disagrees")
+    same = seed003.frequency_verdict(
+        self.rows([0.0, 0.6, 0.7, 0.8], [start, 4.2, 4.1, 4.0]), v)
+    self.assertStartsWith(same, "**Cannot tell**")
+    self.assertIn("the same checkpoint", same)
+    never = seed003.frequency_verdict(
+        self.rows([0.0, 0.1, 0.2, 0.3], [start, 5.0, 4.2, 4.0]), v)
+    self.assertIn("never reached 0.5 (best 0.30)", never)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import encoding
-from train.models import gpt
 from train.probes import plots
 from train.probes.forward import (PASS_CHUNK_BYTES, Pass, device_head,
                                   position_cap, probabilities, rows_per_step)
@@ -290,36 +289,50 @@ def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
 
 
 def frequency_probe(subject):
-  """Seed 003 §5 / Fig. 7: frequency encoding across a run's checkpoints."""
+  """Seed 003 §5 / Fig. 7: frequency encoding across a run's checkpoints.
+
+  Rows per checkpoint (step 0: the run's initial parameters): adj. R^2 of
+  -log corpus frequency on W, the convergence rate (Chen et al. 2022) of
+  the head, the input embedding and the first attention's q, k, v, and the
+  validation loss the run logged at that step (None where it logged
+  none)."""
   if subject.workdir is None:
     raise ValueError("the frequency probe needs a `workdir` with "
                      "checkpoints (real HF weights have no training history).")
-  config = subject.config
+  config, cfg = subject.config, subject.cfg
+  if config.train.get("init"):
+    raise ValueError(f"run {subject.workdir!r} started from "
+                     f"train.init={config.train.init!r}: the frequency probe "
+                     "follows a run trained from scratch.")
   tok = data.tokenizer_for(config.data)
   meta = data.build_shards(config.data, tok)
   counts = np.bincount(np.memmap(meta["train"], dtype=meta["dtype"],
-                                 mode="r"), minlength=subject.cfg.vocab_size)
-  init = gpt.init_params(subject.cfg, config.seed)
-  final = subject.params
-  head = lambda p: np.asarray(subject.cfg.head_weights(p)[0])
-  w0, we = head(init), head(final)
-  rows = [_freq_row(0, w0, counts, w0, we)]
-  for step in runs.steps(subject.workdir):
-    params, _ = runs.restore_params(subject.workdir, config, step)
-    rows.append(_freq_row(step, head(params), counts, w0, we, params, init,
-                          final))
-  return {"rows": rows}, {"frequency": plots.frequency(rows)}
+                                 mode="r"), minlength=cfg.vocab_size)
+  losses = {r["step"]: r["val_loss"] for r in runs.metrics(subject.workdir)
+            if "val_loss" in r}
+  parts = lambda p: {"head": np.asarray(cfg.head_weights(p)[0]),
+                     "wte": np.asarray(cfg.input_embeddings(p)),
+                     "qkv_0": _first_qkv(p)}
+  init, final = parts(cfg.init_params(config.seed)), parts(subject.params)
+  rows = []
+  for step in [0] + [s for s in runs.steps(subject.workdir) if s]:
+    now = init if step == 0 else parts(
+        runs.restore_params(subject.workdir, config, step)[0])
+    row = {"step": step,
+           "adj_r2": encoding.frequency_r2(now["head"], counts)}
+    for name in now:
+      row[f"conv_{name}"] = encoding.convergence_rate(now[name], init[name],
+                                                      final[name])
+    rows.append(dict(row, val_loss=losses.get(step)))
+  return ({"rows": rows, "run": subject.workdir, "V": cfg.vocab_size},
+          {"frequency": plots.frequency(rows)})
 
 
-def _freq_row(step, w, counts, w0, we, params=None, init=None, final=None):
-  row = {"step": step, "adj_r2": encoding.frequency_r2(w, counts),
-         "conv_head": encoding.convergence_rate(w, w0, we)}
-  if params is not None:
-    pick = lambda p, *k: functools.reduce(dict.get, k, p["params"])
-    for name, keys in (("conv_wte", ("wte", "embedding")),
-                       ("conv_qkv_0", ("h_0", "attn", "c_attn", "kernel"))):
-      row[name] = encoding.convergence_rate(
-          pick(params, *keys), pick(init, *keys), pick(final, *keys))
-  else:
-    row.update(conv_wte=0.0, conv_qkv_0=0.0)
-  return row
+def _first_qkv(params) -> np.ndarray:
+  """The first block's query-key-value map, flattened: GPT's fused c_attn
+  kernel, or the llama-like q, k, v kernels side by side."""
+  p = params["params"]
+  if "h_0" in p:
+    return np.ravel(p["h_0"]["attn"]["c_attn"]["kernel"])
+  attn = p["layer_0"]["attn"]
+  return np.concatenate([np.ravel(attn[k]["kernel"]) for k in "qkv"])

@@ -51,7 +51,7 @@ ESTIMATE_S = {
     "quick": {"table1": 3, "figure5": 39, "prescribed": 5, "signrank": 17,
               "figure1": 35, "figure3": 21, "natural": 30, "trained": 34,
               "training": 150, "gradient": 75, "lowrank": 190, "spamlang": 100,
-              "encoding": 11, "appendices": 25, "real_llm": 430},
+              "encoding": 25, "appendices": 25, "real_llm": 430},
     "paper": {name: 600.0 for name in SECTIONS},
 }
 ESTIMATE_S["full"] = dict(ESTIMATE_S["quick"], spamlang=900)

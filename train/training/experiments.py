@@ -84,20 +84,24 @@ def probe_model_run(steps: int, outdir: str, plays: str = "") -> str:
 
 
 def lowrank_run(d: int, seed: int, steps: int, outdir: str,
-                plays: str = "", cpu: bool = True) -> tuple[dict, list[dict]]:
+                plays: str = "", cpu: bool = True,
+                keep_all: bool = False) -> tuple[dict, list[dict]]:
   """One run of seed 002 §3.1's sweep (configs/lowrank.py; D = 0: the
-  full-rank head): (its config's numbers, its metrics rows)."""
+  full-rank head): (its config's numbers, its metrics rows). `keep_all`: a
+  checkpoint at every evaluation, all kept (the frequency probe's run)."""
   cfg = lowrank.get_config(f"D={d},seed={seed}" + (",cpu" if cpu else ""))
   if plays:
     cfg.data.path = plays
   every = max(1, steps // 12)
   cfg = _short_run(cfg, steps, every, max(1, steps // 20))
   cfg.train.warmup = max(1, steps // 20)
-  cfg.checkpoint_every = steps
-  workdir = os.path.join(outdir, "runs", f"lowrank_D{d}_s{seed}_n{steps}")
+  cfg.checkpoint_every = every if keep_all else steps
+  cfg.keep_checkpoints = 1000 if keep_all else cfg.keep_checkpoints
+  workdir = os.path.join(outdir, "runs", f"lowrank_D{d}_s{seed}_n{steps}"
+                         + ("_all" if keep_all else ""))
   trainer.train_and_evaluate(cfg, workdir)
   info = {"D": d or cfg.model.n_embd, "V": cfg.model.vocab_size,
-          "seed": seed, "steps": steps,
+          "seed": seed, "steps": steps, "workdir": workdir,
           "tokens_per_step": cfg.train.batch_size * cfg.model.block_size}
   return info, read_metrics(workdir)
 
@@ -112,19 +116,28 @@ def flattened(curve, share: float = 0.25, tolerance: float = 0.01):
   return fall < tolerance, fall
 
 
-def lowrank_sweep(c, outdir: str) -> list[dict]:
-  """The report's low-rank sweep (configs/report.py: lowrank): the largest
-  D first, its steps doubled (up to c.doublings times) until its validation
-  loss flattens on every seed (`flattened`); every D then at those steps.
-  Rows per (D, seed): the final validation loss and the validation curve."""
-  ranks = sorted(c.ranks)
+def lowrank_top(c, outdir: str):
+  """The low-rank sweep's largest D (configs/report.py: lowrank), its steps
+  doubled (up to c.doublings times) until its validation loss flattens on
+  every seed (`flattened`): (steps, [(info, rows)] per seed, [(flat?,
+  fall)] per seed). The first seed's run keeps a checkpoint at every
+  evaluation: seed 003's frequency probe reads it."""
+  largest = max(c.ranks)
   for k in range(c.doublings + 1):
     steps = c.steps * 2**k
-    top = [lowrank_run(ranks[-1], s, steps, outdir, c.plays, c.cpu)
-           for s in c.seeds]
+    top = [lowrank_run(largest, s, steps, outdir, c.plays, c.cpu,
+                       keep_all=i == 0) for i, s in enumerate(c.seeds)]
     flat = [flattened(val_curve(rows), tolerance=c.flat) for _, rows in top]
     if all(f for f, _ in flat) or k == c.doublings:
-      break
+      return steps, top, flat
+
+
+def lowrank_sweep(c, outdir: str) -> list[dict]:
+  """The report's low-rank sweep (configs/report.py: lowrank): the largest
+  D until it flattens (`lowrank_top`), every D then at those steps.
+  Rows per (D, seed): the final validation loss and the validation curve."""
+  ranks = sorted(c.ranks)
+  steps, top, flat = lowrank_top(c, outdir)
   out = []
   for d in ranks:
     for i, seed in enumerate(c.seeds):

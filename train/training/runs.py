@@ -39,6 +39,12 @@ def steps(workdir: str) -> list[int]:
     ckpt.close()
 
 
+def metrics(workdir: str) -> list[dict]:
+  """The rows of the run's metrics.jsonl (none if it has not logged)."""
+  path = os.path.join(workdir, "metrics.jsonl")
+  return trainer.read_metrics(path) if os.path.isfile(path) else []
+
+
 def restore_params(workdir: str, config, step: int | None = None):
   """(params, step) of checkpoint `step` (default: the newest)."""
   abstract = trainer.abstract_state(config)
