@@ -332,6 +332,34 @@ def rank_vs_tokens(h_txd, w_vxd, b_v, y_t, counts) -> list[dict]:
 _logit_gradients_jit = jax.jit(logit_gradients)
 
 
+def subspace_ratios(h_txd, w_vxd, b_v, y_t, draws: int = 5,
+                    seed: int = 0) -> dict:
+  """Eq. (10) on the same logit gradients G [T, V] for the trained head and
+  for Gaussian heads of its shape: |P_ker(W^T) G|_F / |G|_F with W's
+  column space, and with `draws` random D-dimensional ones (float64 QR;
+  their mean and spread: for a random subspace the expected squared share
+  kept is D / V exactly, a Monte-Carlo check of sqrt(1 - D/V))."""
+  _check(h_txd, w_vxd, b_v, y_t)
+  g = np.asarray(_logit_gradients_jit(
+      jnp.asarray(h_txd, jnp.float32), jnp.asarray(w_vxd, jnp.float32),
+      None if b_v is None else jnp.asarray(b_v, jnp.float32),
+      jnp.asarray(y_t)), np.float64)
+  total = np.sum(g * g)
+  rng = np.random.default_rng(seed)
+
+  def lost(basis_vxd):  # An orthonormal basis of its column space (SVD:
+    u, sv, _ = np.linalg.svd(basis_vxd, full_matrices=False)  # rank-aware).
+    q = u[:, sv > sv[0] * max(basis_vxd.shape) * np.finfo(float).eps]
+    return float(np.sqrt(max(1.0 - np.sum((g @ q) ** 2) / total, 0.0)))
+
+  w = np.asarray(w_vxd, np.float64)
+  twins = [lost(rng.standard_normal(w.shape)) for _ in range(draws)]
+  return {"trained": lost(w), "random": float(np.mean(twins)),
+          "random_std": float(np.std(twins, ddof=1)) if draws > 1 else 0.0,
+          "counted": float(np.sqrt(1.0 - w.shape[1] / w.shape[0])),
+          "tokens": int(g.shape[0])}
+
+
 def update_efficiency(h_txd, w_vxd, b_v, y_t, fractions) -> dict:
   """Fig. 8: mean loss after moving the logits by a fraction of their norm.
 

@@ -30,7 +30,9 @@ def tokens_for_mass(probs_nxv, mass: float = 0.9) -> np.ndarray:
 
 def top_mass(probs_nxv, m_values, mass: float = 0.9):
   """Both of the above from one sort: ([n, len(m)] cumulative mass at each
-  m, [n] tokens needed for `mass`)."""
+  m, [n] tokens needed for `mass`, and the paper's App. A statistic: the
+  smallest m at which the cumulative mass averaged over positions reaches
+  `mass`)."""
   p = checks.finite_array("probs", probs_nxv, ndim=2)
   mass = checks.open_interval("mass", mass, 0.0, 1.0)
   m_values = np.asarray(m_values)
@@ -38,7 +40,8 @@ def top_mass(probs_nxv, m_values, mass: float = 0.9):
     raise ValueError(f"`m` must be in [1, V={p.shape[1]}].")
   cum = np.cumsum(-np.sort(-p, axis=1), axis=1)
   need = np.argmax(cum >= mass, axis=1) + 1
-  return cum[:, m_values - 1], need
+  of_mean = int(np.argmax(cum.mean(0) >= mass)) + 1
+  return cum[:, m_values - 1], need, of_mean
 
 
 def row_norms(w_vxd) -> np.ndarray:

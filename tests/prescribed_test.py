@@ -2,9 +2,9 @@
 
 from absl.testing import absltest, parameterized
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 
-from bottleneck import prescribed
+from bottleneck import prescribed, topm
 
 
 def _case(N, d, m, seed):
@@ -89,6 +89,58 @@ class PrescribedTest(parameterized.TestCase):
     a[3] = a[2]
     with self.assertRaisesRegex(ValueError, "linearly dependent"):
       prescribed.embedding(a, [2, 3], [0.5, 0.5])
+
+
+def highs_t_star(a, subset, ybar) -> float:
+  """min t s.t. A_S x = ybar, a_j x <= t for j outside S (scipy HiGHS)."""
+  n, d = a.shape
+  rest = np.setdiff1d(np.arange(n), subset)
+  cost = np.r_[np.zeros(d), 1.0]
+  a_ub = np.hstack([a[rest], -np.ones((len(rest), 1))])
+  a_eq = np.hstack([a[subset], np.zeros((len(subset), 1))])
+  res = optimize.linprog(cost, a_ub, np.zeros(len(rest)), a_eq, ybar,
+                         bounds=[(None, None)] * d + [(-10, None)],
+                         method="highs")
+  assert res.status == 0, res.message
+  return float(res.x[-1])
+
+
+class TargetsMoveVerdictsTest(absltest.TestCase):
+  """Seed 001 App. D: eq. (17) squeezes any targets into ybar in [1, 1 + R]
+  (R = ln(max p / min p) / s), so natural and uniform targets pose nearly
+  the same LP; a verdict moves only for subsets near the threshold."""
+
+  def test_a_spread_target_set_moves_a_verdict_near_the_threshold(self):
+    rng = np.random.default_rng(0)
+    n, d, m, eps, delta = 200, 12, 4, 0.05, 0.1
+    a = rng.standard_normal((n, d))
+    p = np.array([0.97, 0.01, 0.01, 0.01])  # One dominant token.
+    s = prescribed.scale(n, m, eps, delta)
+    spread = float(np.log(p.max() / p.min()) / s)
+    moved, shifts = [], []
+    for _ in range(400):
+      subset = rng.choice(n, m, replace=False)
+      ybar = prescribed.unscaled_targets(p[rng.permutation(m)], s)
+      t_equal = highs_t_star(a, subset, np.ones(m))
+      t_spread = highs_t_star(a, subset, ybar)
+      shifts.append(abs(t_spread - t_equal))
+      if (t_equal < 1 - eps) != (t_spread < 1 - eps):
+        moved.append((subset, ybar, t_equal, t_spread))
+    self.assertNotEmpty(moved)  # Targets do enter the LP ...
+    # ... and move t* by about their spread R (here at most 1.5 R), so
+    # only subsets within that of the threshold change verdict.
+    self.assertLess(max(shifts), 2 * spread)
+    for _, _, t_equal, _ in moved:
+      self.assertLess(abs(t_equal - (1 - eps)), 2 * spread)
+    # Our solver decides the moved instances as HiGHS does, both ways.
+    subset, ybar, t_equal, t_spread = moved[0]
+    insts = [topm.Instance(subset, np.ones(m), 1 - eps),
+             topm.Instance(subset, ybar, 1 - eps)]
+    got = [r["verdict"] for r in topm.solve(a.astype(np.float32), insts,
+                                            batch=2)]
+    want = ["feasible" if t < 1 - eps else "infeasible"
+            for t in (t_equal, t_spread)]
+    self.assertEqual(got, want)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import numpy as np
 from scipy import linalg, special, stats
 
 from bottleneck import encoding, gradient, head_stats
+from train.probes import gradient as gradient_probe
 import tests
 
 
@@ -39,6 +40,32 @@ class GradientTest(parameterized.TestCase):
     self.assertAlmostEqual(got["squared_ratio"], lost**2, delta=4e-4)
     self.assertAlmostEqual(got["mean_cosine"], per_token_cos.mean(),
                            delta=2e-4)
+
+  def test_trained_head_beside_gaussian_twins(self):
+    h, w, b, y = _head(200, 400, 16, seed=3)
+    g = _np_grad(h, w, b, y)
+    got = gradient.subspace_ratios(h, w, b, y, draws=8)
+    lost = np.linalg.norm(g @ linalg.null_space(w.T)) / np.linalg.norm(g)
+    self.assertAlmostEqual(got["trained"], lost, delta=2e-4)
+    self.assertAlmostEqual(got["counted"], np.sqrt(1 - 16 / 400))
+    # Gaussian subspaces keep D / V of the squared norm in expectation.
+    self.assertLess(abs(got["random"] - got["counted"]),
+                    4 * got["random_std"] + 1e-3)
+    reading = lambda o: gradient_probe.destroyed_reading(
+        {"norm_ratio": o["trained"], "random_direction_ratio": o["counted"],
+         "D_over_V": 16 / 400, "random_head": o})
+    self.assertIn("destroys no more than",
+                  reading(dict(got, trained=got["random"])))
+    self.assertIn("destroys more than",
+                  reading(dict(got, trained=got["random"] + 0.01)))
+    self.assertIn("destroys less than",
+                  reading(dict(got, trained=got["random"] - 0.01)))
+    # A head whose rows lie in a 3-dimensional space keeps only those 3.
+    low = w[:, :3] @ np.random.default_rng(0).standard_normal((3, 16))
+    g = _np_grad(h, low, b, y)
+    lost = np.linalg.norm(g @ linalg.null_space(low.T)) / np.linalg.norm(g)
+    self.assertAlmostEqual(gradient.subspace_ratios(h, low, b, y)["trained"],
+                           lost, delta=2e-4)
 
   def test_rank_deficient_head_projects_on_its_column_space(self):
     # A low-rank head W = A B (rank 3 < D = 8, seed 002 Fig. 1): only col(W)
@@ -407,6 +434,10 @@ class HeadStatsTest(absltest.TestCase):
       np.testing.assert_allclose(got[i], [s[0], s[:5].sum(), 1.0], rtol=1e-12)
       self.assertEqual(head_stats.tokens_for_mass(p, 0.9)[i],
                        np.searchsorted(np.cumsum(s), 0.9) + 1)
+    # App. A's statistic reads the mean curve, not the per-position counts.
+    mean_curve = np.mean([np.cumsum(np.sort(r)[::-1]) for r in p], axis=0)
+    self.assertEqual(head_stats.top_mass(p, [1], 0.9)[2],
+                     np.searchsorted(mean_curve, 0.9) + 1)
 
   def test_rows_random_like_and_cosines(self):
     w = np.abs(np.random.default_rng(1).standard_normal((300, 10))) + 0.1

@@ -115,9 +115,13 @@ class ReportTest(absltest.TestCase):
                        ["signrank", "table1"])
     with open(os.path.join(outdir, "report.md")) as f:
       md = f.read()
-    self.assertEqual([l for l in md.splitlines() if l.startswith("## ")][-1],
-                     "## Time and memory")  # The two sections, then costs:
-    self.assertLen([l for l in md.splitlines() if l.startswith("## ")], 3)
+    heads = [l for l in md.splitlines() if l.startswith("## ")]
+    # The ledger, the two sections, then costs:
+    self.assertEqual((heads[0], heads[-1]), ("## Claims ledger",
+                                              "## Time and memory"))
+    self.assertLen(heads, 4)
+    self.assertIn("| seed 001 | Table 1 | m* for 22 models (closed forms) | "
+                  "22/22 rows equal (Gumbel form)", md)
     self.assertRegex(md, r"\| table1 \| \d+ \|.*\n\| signrank \| \d+ \|")
     self.assertIn("Partial report", md)  # 2 of the sections only.
 

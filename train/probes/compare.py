@@ -26,7 +26,7 @@ from train.probes.registry import window_length
 # The papers' numbers, quoted next to ours.
 PAPER = {
     "perplexity": "a 135M-270M LM on modern prose: ~10-30",
-    "norm_ratio": "95-99% (seed 002 Fig. 3: GPT-2, Pythia, Llama heads)",
+    "norm_ratio": "95-99% (seed 002 Fig. 6: GPT-2, Pythia, Llama 3, Qwen3)",
     "mean_cosine": "0.1-0.2 (seed 002 App. D)",
     "adj_r2": "0.86-0.89 (seed 003 Table 1: GPT-2 0.892)",
     "top_pc": "a few top PCs carry the signal (seed 003 Fig. 3)",
@@ -36,8 +36,8 @@ PAPER = {
     "tokens_for_0.9": "~200 of 50257 (seed 001 App. A, GPT-2)",
     "rowstats": "trained rows vary more in norm, mostly positive cosines "
                 "(seed 001 App. E)",
-    "figure1": "trained GPT-2 head close to a random one, m* ~ d/5 "
-               "(seed 001 Fig. 1)",
+    "figure1": "trained GPT-2 head close to a random one of its size, "
+               "all subsets selectable to m ~ 95 = d/8 (seed 001 Fig. 1)",
 }
 
 # Modern encyclopaedia-style English written for this project (96 words).

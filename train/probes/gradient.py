@@ -15,6 +15,34 @@ from train.probes import forward, plots
 from train.probes.forward import Pass, position_cap
 
 
+RANDOM_HEAD_ENTRIES = 1 << 24  # Largest V x D given a Gaussian twin.
+
+
+def destroyed_reading(out: dict) -> str:
+  """What eq. (10)'s number says beside dimension counting: a random
+  direction loses sqrt(1 - D/V) of its norm to a D-dimensional subspace.
+  'More' / 'less' when the trained head's share on the twins' gradients
+  differs from the Gaussian twins' mean by over 3 of their standard
+  deviations (at least 1e-4)."""
+  counted = out["random_direction_ratio"]
+  head = (f"eq. (10) {out['norm_ratio']:.4f} against sqrt(1 - D/V) = "
+          f"{counted:.4f}")
+  twin = out.get("random_head")
+  if twin is None:
+    return (f"{head}: the head destroys "
+            f"{'more' if out['norm_ratio'] > counted else 'less'} than a "
+            "random direction loses (no Gaussian twin at this size).")
+  noise = max(3.0 * twin["random_std"], 1e-4)
+  gap = twin["trained"] - twin["random"]
+  side = ("more than" if gap > noise else "less than" if gap < -noise
+          else "no more than")
+  return (f"{head}; on the first {twin['tokens']} positions the trained "
+          f"head loses {twin['trained']:.4f} of the gradient's norm, a "
+          f"Gaussian head of its shape {twin['random']:.4f} (sd "
+          f"{twin['random_std']:.1e}): the trained "
+          f"head destroys {side} dimension counting says.")
+
+
 def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
                    budget_bytes: int = 1 << 27):
   """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8."""
@@ -42,6 +70,8 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
   ranks = gradient.rank_vs_tokens(h, w, b, y, counts)
   eff = gradient.update_efficiency(h, w, b, y,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
+  if v * d <= RANDOM_HEAD_ENTRIES:  # A QR of a [V, D] Gaussian: small heads.
+    out["random_head"] = gradient.subspace_ratios(h, w, b, y)
   out.update(subset_tokens=k, rank_vs_tokens=ranks, efficiency=eff,
              profile={key: np.asarray(val).tolist()
                       for key, val in prof.items()})

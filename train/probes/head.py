@@ -55,14 +55,16 @@ def cumulative_probe(subject, pass_: Pass, positions: int = 1024,
   first positions of the Pass (their count is returned)."""
   p, k = _sub_probabilities(subject, pass_, positions, budget_bytes)
   m_values = np.unique(np.geomspace(1, p.shape[1], 30).astype(int))
-  cum, need = head_stats.top_mass(p, m_values, 0.9)
+  cum, need, of_mean = head_stats.top_mass(p, m_values, 0.9)
   window = pass_.x.shape[1]
   per_window = [cum[i:i + window].mean(0) for i in range(0, k, window)]
   out = {"m": m_values.tolist(), "mean": cum.mean(0).tolist(),
          "std_over_windows": np.std(per_window, axis=0).tolist(),
          "positions": k, "V": int(p.shape[1]),
          "tokens_for_0.9_mean": float(need.mean()),
-         "tokens_for_0.9_median": float(np.median(need))}
+         "tokens_for_0.9_median": float(np.median(need)),
+         # Seed 001 App. A's statistic: where the mean curve reaches 0.9.
+         "tokens_for_0.9_of_mean_curve": of_mean}
   return out, {"cumulative": plots.cumulative({subject.name: out})}
 
 

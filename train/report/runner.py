@@ -22,7 +22,7 @@ import threading
 import time
 
 from bottleneck.io import cli, hf, lock
-from train.report import (real_llm, seed001_bounds, seed001_lp,
+from train.report import (ledger, real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
 from train.report import section as section_lib
 
@@ -50,11 +50,12 @@ ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
     "quick": {"table1": 3, "figure5": 39, "prescribed": 5, "signrank": 17,
               "figure1": 35, "figure3": 21, "natural": 30, "trained": 34,
-              "training": 150, "gradient": 75, "lowrank": 190, "spamlang": 100,
-              "encoding": 25, "appendices": 25, "real_llm": 430},
+              "training": 170, "gradient": 75, "lowrank": 200, "spamlang": 80,
+              "encoding": 20, "appendices": 10, "real_llm": 390},
     "paper": {name: 600.0 for name in SECTIONS},
 }
-ESTIMATE_S["full"] = dict(ESTIMATE_S["quick"], spamlang=900)
+ESTIMATE_S["full"] = dict(ESTIMATE_S["quick"], figure3=300, training=1400,
+                          lowrank=900, spamlang=1500)
 HEARTBEAT_S = 10.0
 PRIOR_S = 120.0  # Weight of the estimates against measured section times.
 
@@ -217,14 +218,17 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
     header.append(f"**Partial report ({state})**: {len(order)} of "
                   f"{len(SECTIONS)} sections; not yet written: "
                   f"{', '.join(missing) or 'none'}.")
-  parts = header + [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
+  parts = header + [ledger.markdown(ledger.rows(sections, config.to_dict()),
+                                    config.scale)]
+  parts += [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
                     f"\n\n_Section `{n}` ran in {sections[n]['seconds']:.1f}"
                     f" s{_peak(sections[n])}._" for n in order]
   if order:
     parts.append(_costs(sections, order, config.scale))
   for name, text in (("report.md", "\n\n".join(parts) + "\n"),
                      ("results.json", cli.to_json(
-                         {"environment": env, "config": config.to_dict(),
+                         {"version": ledger.RESULTS_VERSION,
+                          "environment": env, "config": config.to_dict(),
                           "state": state, "sections": sections}) + "\n")):
     cli.write_atomic(os.path.join(outdir, name), text)  # Never half a file.
 

@@ -94,8 +94,8 @@ def figure5(config, outdir: str) -> Section:
             figure(plots.simulation_vs_bounds(c.N, c.d, records), outdir,
                    "figure5_simulation.png", "Monte-Carlo fraction of random "
                    "matrices where the row-space embedding selects S, "
-                   "against the closed forms: the simulation sits on the "
-                   "exact row-space law.")]
+                   "against the closed forms (the table above gives each "
+                   "point's standard error).")]
   return Section("Figure 5: simulation vs closed forms (Appendix B)",
                  "\n\n".join(lines), numbers, ["figure5_simulation.png"])
 

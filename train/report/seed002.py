@@ -45,6 +45,9 @@ def gradient_bottleneck(config, outdir: str) -> Section:
       "`squared_ratio` is its square (the share of squared norm). "
       "`mean_cosine`: average cos(g_t, P_W g_t) (paper App. D: 0.1-0.2).",
       table(rows),
+      "**Against dimension counting**: " + " ".join(
+          f"{name}: {gradient.destroyed_reading(out)}"
+          for name, out in numbers.items()),
       f"Update efficiency (Fig. 8), loss change after moving the logits by "
       f"1% of their norm: along the logit gradient "
       f"{eff['logit_gradient'][2] - eff['loss0']:+.4f}, along grad_H W^T "

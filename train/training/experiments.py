@@ -8,6 +8,7 @@ measured numbers. Formatting is the report's business (train/report/).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -181,15 +182,19 @@ def spamlang_runs(vocabs, ranks, steps: int, outdir: str, lr: float = 0.0,
 
 def spamlang_sweep(c, outdir: str) -> list[dict]:
   """The report's SpamLang sweep (configs/report.py: spamlang): at each V
-  and lr the full-rank head first, with its steps doubled (up to
-  c.doublings times) until it learns the task (accuracy >= c.learned on
-  every seed); the low ranks then at the steps it needed. A V whose full
-  rank never learns keeps its rows, marked learned = False."""
+  and lr the full-rank head first, at c.steps steps or enough for
+  c.sightings sequences per token (a head row learns only from its own
+  token's sequences), doubled (up to c.doublings times) until it learns
+  the task (accuracy >= c.learned on every seed); the low ranks then at
+  the steps it needed. A V whose full rank never learns keeps its rows,
+  marked learned = False."""
   rows = []
+  batch = spamlang.get_config("cpu" if c.cpu else "").train.batch_size
   for lr in c.lrs:
     for v in c.vocabs:
+      first = max(c.steps, math.ceil(c.sightings * v / batch))
       for k in range(c.doublings + 1):
-        steps = c.steps * 2**k
+        steps = first * 2**k
         full = spamlang_runs([v], [0], steps, outdir, lr, c.seeds, c.cpu)
         learned = min(r["accuracy"] for r in full) >= c.learned
         if learned or k == c.doublings:

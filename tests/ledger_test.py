@@ -1,0 +1,123 @@
+"""The claims ledger reads its rows from a report's numbers (issue 60):
+change a number, the row changes; a folder without a current results.json
+is one error line."""
+
+import json
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest
+
+from configs import report as report_config
+from train.report import ledger
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def row(sections, where, config=None):
+  config = config or report_config.get_config("quick").to_dict()
+  return next(r for r in ledger.rows(sections, config) if r["where"] == where)
+
+
+def lp_records(feasible, trials=10, start=10):
+  return [{"m": start + 10 * i, "trials": trials, "feasible": k,
+           "fraction": k / trials} for i, k in enumerate(feasible)]
+
+
+class LedgerTest(absltest.TestCase):
+
+  def test_table1_row_follows_the_numbers(self):
+    s = {"table1": {"rows": [{}] * 22,
+                    "rows_matching_paper": {"gumbel": 22}}}
+    self.assertEqual(row(s, "Table 1")["verdict"], ledger.REPRODUCED)
+    s["table1"]["rows_matching_paper"]["gumbel"] = 21
+    r = row(s, "Table 1")
+    self.assertEqual(r["ours"], "21/22 rows equal (Gumbel form)")
+    self.assertStartsWith(r["verdict"], "disagrees: 1 rows differ")
+
+  def test_figure3_speaks_only_in_the_papers_regime(self):
+    by_d = lambda n, ds, ratio: [
+        {"N": n, "d": d, "N_over_d": n / d, "m_star_lp": round(ratio * d)}
+        for d in ds]
+    s = {"figure3": {"by_d": by_d(2000, (128, 256), 0.2), "slope": 0.2}}
+    self.assertStartsWith(row(s, "Fig. 3")["verdict"], "cannot tell")
+    s = {"figure3": {"by_d": by_d(32000, (128, 256, 512), 0.2),
+                     "slope": 0.2}}
+    self.assertEqual(row(s, "Fig. 3")["verdict"], ledger.SMALLER)
+    s = {"figure3": {"by_d": by_d(32000, (128, 256, 512), 0.12),
+                     "slope": 0.12}}
+    self.assertStartsWith(row(s, "Fig. 3")["verdict"], "disagrees: 0.119")
+
+  def test_trained_vs_random_two_proportion_test(self):
+    name = "minilm (all-MiniLM-L6-v2 word embeddings) (30522x384)"
+    s = {"trained": {name: lp_records([20, 15, 10], 20),
+                     "random 30522x384": lp_records([20, 14, 11], 20)}}
+    self.assertStartsWith(row(s, "Fig. 1 (solid vs dotted)")["verdict"],
+                          ledger.SMALLER)
+    s["trained"][name] = lp_records([20, 4, 10], 20)
+    r = row(s, "Fig. 1 (solid vs dotted)")
+    self.assertStartsWith(r["verdict"], "disagrees")
+    self.assertIn("at m = 20", r["ours"])
+
+  def test_gradient_row_sets_dimension_counting_beside(self):
+    s = {"gradient": {"probe": {"norm_ratio": 0.9916, "D_over_V": 1 / 64}}}
+    r = row(s, "Fig. 6, eq. (10)")
+    self.assertIn("0.9916 (sqrt(1 - D/V) = 0.9922)", r["ours"])
+    self.assertIn("against dimension counting: probe -0.0006 (no twin)",
+                  r["verdict"])
+    self.assertStartsWith(r["verdict"], ledger.SMALLER)
+    s["gradient"]["probe"]["random_head"] = {
+        "trained": 0.99, "random": 0.98, "random_std": 0.001}
+    self.assertIn("probe more than its Gaussian twins (+0.0100)",
+                  row(s, "Fig. 6, eq. (10)")["verdict"])
+    s["gradient"]["probe"]["random_head"]["random_std"] = 0.01
+    self.assertIn("probe no more than its Gaussian twins",
+                  row(s, "Fig. 6, eq. (10)")["verdict"])
+    s["gradient"]["probe"]["norm_ratio"] = 0.5
+    self.assertStartsWith(row(s, "Fig. 6, eq. (10)")["verdict"],
+                          "disagrees")
+
+  def test_verdict_sentences_of_the_sections(self):
+    from tests import verdicts_test  # pylint: disable=g-import-not-at-top
+    s = {"spamlang": {"rows": verdicts_test.spam_rows([0.01, 3.7])}}
+    self.assertEqual(row(s, "Fig. 14 (§3.2)")["verdict"], ledger.SMALLER)
+    s = {"spamlang": {"rows": verdicts_test.spam_rows([0.02, 0.03])}}
+    r = row(s, "Fig. 14 (§3.2)")
+    self.assertEqual(r["verdict"], ledger.DISAGREES)
+    self.assertNotIn("the paper", r["ours"][:40])
+
+  def test_absent_and_older_sections(self):
+    rows = ledger.rows({}, report_config.get_config("quick").to_dict())
+    self.assertLen(rows, len(ledger.CLAIMS))
+    self.assertTrue(all(r["verdict"].startswith("not run") for r in rows))
+    r = row({"encoding": {"encoding": {"adj_r2": 0.9, "V": 4096}}},
+            "Fig. 7 (§5)")
+    self.assertIn("lacks 'frequency_llama' (older version)", r["verdict"])
+
+  def test_folder_errors_are_one_line(self):
+    outdir = self.create_tempdir().full_path
+    with self.assertRaisesRegex(ValueError, "holds no results.json"):
+      ledger.from_folder(outdir)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+      json.dump({"config": {"scale": "quick"}, "sections": {}}, f)
+    with self.assertRaisesRegex(ValueError, "older version"):
+      ledger.from_folder(outdir)
+    run = subprocess.run([sys.executable, "-m", "train.report.ledger",
+                          f"--outdir={outdir}"], cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    self.assertEqual(run.returncode, 2)
+    self.assertStartsWith(run.stderr.strip().splitlines()[-1],
+                          "error: `outdir`")
+    self.assertNotIn("Traceback", run.stderr)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+      json.dump({"version": ledger.RESULTS_VERSION,
+                 "config": {"scale": "quick"}, "sections": {}}, f)
+    run = subprocess.run([sys.executable, "-m", "train.report.ledger",
+                          f"--outdir={outdir}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    self.assertIn("## Claims ledger", run.stdout)
+
+
+if __name__ == "__main__":
+  absltest.main()
