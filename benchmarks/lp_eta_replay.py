@@ -8,9 +8,10 @@ each failed host check at ages 100 * 2^k costs `check_seconds`, an
 instance's own host seconds stall the stream), asks the model for its ETA
 after every finish, and scores it against the replay's true remaining time
 from the first 10 % of the instances on (points with less than
-max(10 s, 5 % of the run) left are not scored).
+max(10 s, 5 % of the run) left are not scored). RUN.json: the output of
+`python -m bottleneck.topm --matrix=gemma3 --gaussian_twin --format=json`.
 
-  python benchmarks/lp_eta_replay.py --json=benchmarks/gemma3_vs_gaussian_topm.json \
+  python benchmarks/lp_eta_replay.py --json=RUN.json \
       --matrix=gemma --batch=8 --tau=0.022 --check_seconds=0.4
 """
 

@@ -23,20 +23,6 @@ from scipy import stats
 from bottleneck import checks, linalg
 
 
-def average_distribution(prob_chunks) -> np.ndarray:
-  """alpha = mean over every position of softmax outputs (App. B.1).
-
-  prob_chunks: iterable of [n, V] probability arrays (one per batch).
-  """
-  total, count = None, 0
-  for p in prob_chunks:
-    p = np.asarray(p, np.float64)
-    total = p.sum(0) if total is None else total + p.sum(0)
-    count += p.shape[0]
-  if not count:
-    raise ValueError("`detect set` is empty: no positions to average over.")
-  return total / total.sum()  # = total / count up to float32 round-off.
-
 
 def mlr(y_n, x_nxd, x_moments: Moments | None = None) -> dict:
   """OLS of y on [1, X] (float64): coefficients, adjusted R^2, p-values.

@@ -14,23 +14,10 @@ from bottleneck import checks
 _BLOCK = 1 << 14  # Rows per block.
 
 
-def cumulative_top_m(probs_nxv, m_values) -> np.ndarray:
-  """App. A: per position, the total probability of its m likeliest tokens.
-
-  Returns [n, len(m_values)].
-  """
-  return top_mass(probs_nxv, m_values)[0]
-
-
-def tokens_for_mass(probs_nxv, mass: float = 0.9) -> np.ndarray:
-  """Per position, how many top tokens it takes to reach `mass` (nucleus)."""
-  p = checks.finite_array("probs", probs_nxv, ndim=2)
-  return top_mass(p, [1], mass)[1]
-
-
 def top_mass(probs_nxv, m_values, mass: float = 0.9):
-  """Both of the above from one sort: ([n, len(m)] cumulative mass at each
-  m, [n] tokens needed for `mass`, and the paper's App. A statistic: the
+  """App. A from one sort: ([n, len(m)] per position, the total
+  probability of its m likeliest tokens; [n] tokens needed for `mass`
+  (nucleus); and the paper's App. A statistic: the
   smallest m at which the cumulative mass averaged over positions reaches
   `mass`)."""
   p = checks.finite_array("probs", probs_nxv, ndim=2)

@@ -16,12 +16,11 @@ BATCH_AXIS = "batch"
 # XLA compile options for jax.jit(..., compiler_options=UNTUNED): no GPU
 # autotuning, so each GEMM runs XLA's default algorithm for its shapes, the
 # same on every machine, and a cold compile skips timing the candidates
-# (lp.device_kernels). Paper-size Figure 1 on fresh H100s with ADMM's
-# programs untuned too (benchmarks/RESULTS.md, 2026-11-27): they compiled
-# in 3.3-4.1 s instead of 7.6-7.8 s, three machines decided all 6000
-# instances by the same path (iterations, sources) where autotuned ones
-# differed in 501-558 (never in a verdict), and the stream ran ~2.5 s
-# slower, so ADMM stays autotuned (lp.stream.compiled). A no-op on CPUs
+# (lp.device_kernels). With ADMM's programs untuned too, fresh H100s
+# compiled them faster and decided every instance of paper-size Figure 1
+# by the same path (autotuned ones differ in some paths, never in a
+# verdict), but the stream ran slower, so ADMM stays autotuned
+# (lp.stream.compiled; the H100 rows of git's benchmarks/RESULTS.md). A no-op on CPUs
 # and TPUs.
 UNTUNED = {"xla_gpu_autotune_level": 0}
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import time
 from typing import NamedTuple
 
@@ -358,18 +357,12 @@ class MStar(NamedTuple):
 
 def _check_memory(trials: int, m_values) -> None:
   """Fails fast when the instances and their per-trial details (kept for
-  the output) cannot fit in memory, instead of allocating until killed."""
-  need = trials * sum(2048 + 48 * m for m in m_values)  # Bytes, generous.
-  try:
-    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  except (ValueError, OSError, AttributeError):
-    return
-  if need > have // 2:
-    raise ValueError(
-        f"`trials` = {trials} over {len(m_values)} m values needs about "
-        f"{need / 2**30:.1f} GiB for the instances and their details; this "
-        f"machine has {have / 2**30:.1f} GiB. Lower `trials` or split the "
-        "sweep.")
+  the output) cannot fit in half the memory, instead of allocating until
+  killed."""
+  checks.fits_in_memory(
+      2 * trials * sum(2048 + 48 * m for m in m_values),  # Generous.
+      f"`trials` = {trials} over {len(m_values)} m values (the instances "
+      "and their details, twice over)", "Lower `trials` or split the sweep.")
 
 
 def m_star_search(a, trials: int, problem: str = "logits", seed: int = 0,

@@ -37,7 +37,7 @@ def get_config() -> config_dict.ConfigDict:
   c.model.remat = False  # llama: recompute blocks in the backward (memory).
 
   c.data = config_dict.ConfigDict()
-  c.data.source = "synthetic_stories"  # See train/data.py SOURCES.
+  c.data.source = "synthetic_stories"  # See train/text/data.py SOURCES.
   c.data.path = ""  # tinystories folder/file; text: comma list of globs.
   c.data.online = False  # tinystories: download from the hub if no path.
   c.data.tokenizer = "gpt2"  # gpt2 | byte | hf:DIR.
@@ -79,7 +79,7 @@ def get_config() -> config_dict.ConfigDict:
   c.checkpoint_every = 500  # Checkpoint every N steps.
   c.keep_checkpoints = 3  # Checkpoints kept (oldest deleted).
   c.async_checkpoint = True  # Write checkpoints in the background.
-  # Training-time probes: comma list of name:every (train/hooks.py),
+  # Training-time probes: comma list of name:every (train/probes/hooks.py),
   # e.g. 'gradient:200'. Steps without a probe run the plain step.
   c.probes = ""
   c.peak_flops = 0.0  # Device peak FLOP/s for MFU (0 = known table/none).

@@ -85,6 +85,9 @@ class LibraryTest(parameterized.TestCase):
         topm.make_instances(**args)
     with self.assertRaisesRegex(ValueError, "`batch`"):
       topm.sweep(a, [3], 2, batch=0)
+    with self.assertRaisesRegex(ValueError, r"`trials` = 1000000000 .* "
+                                r"needs about \d+\.\d GiB"):
+      topm.sweep(a, [3], 10**9)
     for field, value in (("max_iters", 0), ("check_every", 0),
                          ("rho", 0.0), ("alpha", 2.0), ("sigma", -1.0),
                          ("rho_eq_ratio", 1.0), ("group", -1)):
@@ -132,7 +135,7 @@ class LibraryTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "lacks the integer field"):
       loaders.load_hf(self.f["hf_no_key"])
     with self.assertRaisesRegex(ValueError, "neither model.safetensors"):
-      hf.read_tensors(self.f["hf_no_key"], "hf_dir")
+      hf.weight_files(self.f["hf_no_key"], "hf_dir")
     with self.assertRaisesRegex(ValueError, "has no tokenizer files"):
       tokenizers.load("hf:" + self.f["hf_no_key"])
 

@@ -15,9 +15,10 @@ from train.report import ledger
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def row(sections, where, config=None):
+def row(sections, where, config=None, paper=None):
   config = config or report_config.get_config("quick").to_dict()
-  return next(r for r in ledger.rows(sections, config) if r["where"] == where)
+  return next(r for r in ledger.rows(sections, config)
+              if r["where"] == where and paper in (None, r["paper"]))
 
 
 def lp_records(feasible, trials=10, start=10):
@@ -87,9 +88,30 @@ class LedgerTest(absltest.TestCase):
     self.assertEqual(r["verdict"], ledger.DISAGREES)
     self.assertNotIn("the paper", r["ours"][:40])
 
+  def test_seed003_rows_name_each_subject(self):
+    prune = lambda sal, adv: {"ratios": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+                              "saliency": [0] * 3 + [sal, 0, sal],
+                              "adversarial": [0] * 3 + [adv, 0, adv]}
+    s = {"encoding": {"encoding": {"adj_r2": 0.9, "V": 64,
+                                   "median_dim_abs_spearman": 0.6,
+                                   "adj_r2_input_embeddings": 0.7},
+                      "prune": prune(0.5, 0.4)},
+         "real_llm": {"models": {"smol": {
+             "encoding": {"median_dim_abs_spearman": 0.05},
+             "prune": prune(0.5, 1.0)}}}}
+    self.assertEqual(row(s, "Fig. 3", paper="seed 003")["verdict"],
+                     "disagrees on probe model; reproduced on smol")
+    self.assertEqual(row(s, "Table 1 (input embeddings)")["verdict"],
+                     "reproduced on probe model")
+    self.assertEqual(row(s, "Fig. 6")["verdict"],
+                     "disagrees on probe model; reproduced on smol")
+    s["encoding"]["prune"] = prune(0.5, 0.52)
+    self.assertStartsWith(row(s, "Fig. 6")["verdict"],
+                          "cannot tell on probe model")
+
   def test_absent_and_older_sections(self):
     rows = ledger.rows({}, report_config.get_config("quick").to_dict())
-    self.assertLen(rows, len(ledger.CLAIMS))
+    self.assertLen(rows, len(ledger.CLAIMS) + len(ledger.MULTI))
     self.assertTrue(all(r["verdict"].startswith("not run") for r in rows))
     r = row({"encoding": {"encoding": {"adj_r2": 0.9, "V": 4096}}},
             "Fig. 7 (§5)")

@@ -534,30 +534,6 @@ class TransformTest(absltest.TestCase):
     self.assertEqual(seen, [(0, 1, 1)])
     self.assertLen(out, len(insts))
 
-  def test_tail_moves_to_a_smaller_batch_with_the_same_results(self):
-    # Once the queue is empty, the last running slots move from 8 to 2
-    # slots: each instance's iterates (and so its claim) are unchanged.
-    a = _matrix(1500, 48, 3)
-    insts = _instances(a, (12, 16), 5, "logits", 2)
-    shared, _ = rotation.prepare(a)
-    mesh = sharding.batch_mesh(jax.devices()[:1])
-    sizes, original = [], stream.compiled
-
-    def spy(settings, mesh_, batch, *shape):
-      sizes.append(batch)
-      return original(settings, mesh_, batch, *shape)
-
-    with mock.patch.object(stream, "compiled", spy):
-      shrunk = {f.index: f for f in stream.run(
-          shared, insts, admm.Settings(), 8, 16, mesh, shrink_age=0)}
-    self.assertEqual(sizes, [8, 2])
-    whole = {f.index: f for f in stream.run(
-        shared, insts, admm.Settings(), 8, 16, mesh, shrink_age=10**9)}
-    for i in range(len(insts)):
-      self.assertEqual(shrunk[i].claim, whole[i].claim)
-      self.assertAlmostEqual(shrunk[i].iterations, whole[i].iterations,
-                             delta=0.2 * whole[i].iterations)
-
   def test_no_lapack_custom_calls_in_the_solver(self):
     a = _matrix(200, 16, 1)
     shared, _ = rotation.prepare(a)

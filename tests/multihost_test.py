@@ -45,6 +45,7 @@ class MultiHostTest(absltest.TestCase):
         json.loads, open(f"{wd}/metrics.jsonl")) if "loss" in r]
     mh, sp = losses(f"{base}/mh"), losses(f"{base}/sp")
     self.assertLen(mh, 6)
+    self.assertLen(sp, 6)
     for a, b in zip(mh, sp):
       self.assertAlmostEqual(a, b, places=5)
 

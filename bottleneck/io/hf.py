@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 
 def read_config(directory: str, arg: str) -> dict:
   """config.json of an HF folder; `arg` names the flag in errors."""
@@ -84,15 +82,3 @@ def iter_tensors(directory: str, arg: str):
       raise ValueError(f"`{arg}` {path!r} is not a readable safetensors "
                        f"file: {e}.") from None
 
-
-def read_tensors(directory: str, arg: str) -> dict[str, np.ndarray]:
-  """Every tensor of the folder (all shards), as stored."""
-  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
-  out = {}
-  for path in sorted(set(weight_files(directory, arg).values())):
-    try:
-      out.update(load_file(path))
-    except Exception as e:  # safetensors raises its own error types.
-      raise ValueError(f"`{arg}` {path!r} is not a readable safetensors "
-                       f"file: {e}.") from None
-  return out

@@ -1,10 +1,31 @@
 """The top-m selectability LP of seed 001, Section 6, as small modules.
 
+The algorithm (JAX):
   instances     token subsets, targets and thresholds; padding to a batch
-  admm          the batched first-order solver (device arrays only)
-  stream        continuous batching of many instances over a fixed batch
-  certificates  float64 checks of every verdict (and their policy)
+  rotation      the matrix prepared once (normalised, rotated)
+  admm_step     one ADMM iteration of one instance
+  admm          the batched solver: state, run, refill (device arrays only)
+Certification (float64, numpy; nothing from the solver is trusted):
+  enclosure     rigorous enclosures of the checks' products
+  facts         a matrix's facts for the checks, computed once
+  polish        candidates from a rough iterate (vertex, projection, dual)
+  certificates  the float64 checks of every verdict
+  verdicts      which checks a nomination gets, in which order (the policy)
+  bracket       certified brackets on t* (solve mode)
   exact         HiGHS, the exact reference and fallback
+The driver:
+  stream        continuous batching of many instances over a fixed batch
+  host_checks   the host's checks of the stream's running slots
+  chains, chain_feed, transitions
+                nested subsets along m: verdicts carried along a chain, the
+                order chains run in, where their transitions lie
+  finish        an exact interior-point finish for slow instances
+  records       one instance's record, from claim to certified verdict
+Accelerator-only speed:
+  placement     where and when the host checks run beside the stream
+  device_checks, device_kernels
+                the checks' largest products on the LP's device
+  ipm           the finish's interior point on a device
 
 `bottleneck.topm` composes them (solve, sweep, m_star_search) and is the
 binary `python -m bottleneck.topm`.

@@ -10,7 +10,7 @@ so t* is the smallest achievable largest other logit. The paper's questions:
     probabilities are reached with mass < delta off S if t* <= 1 - eps.
 The solver only needs to *decide* t* < threshold, and stops an instance as
 soon as it holds a certificate for either side (checked again in float64 by
-`bottleneck.certificates`).
+`bottleneck.lp.certificates`).
 
 Method: OSQP's ADMM (Stellato et al. 2020, Alg. 1) with P = 0 on
 v = (x, t), constraint map K v = A x - t r (r = indicator of the rows not in
@@ -138,11 +138,9 @@ def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   768 / 1024 / 1536 took 24 / 21 / 35 s for 32 instances, the slowest
   instance's luck deciding), or every row of R (the full algorithm) where
   N - m <= 32 d and R's rows take at most 1 MiB (small matrices, as the
-  tests'). Every slot holds its W's rows: W = R at 16384 x 512 (the rule
-  was N - m <= 32 d alone until 2026-11-26) streamed 1 GB of rows per
-  iteration at B = 32; K = 640 took the band's 32 LPs (m =
-  80) from 66 to 5.3 s compiled, and 4096 x 256 (K = 384, m = 48) from
-  3.1 to 0.8 s. At most N - m_pad."""
+  tests'). Every slot holds its W's rows: W = R at 16384 x 512 would
+  stream 1 GB of rows per iteration at B = 32, where K = 640 rows make the
+  band's LPs an order of magnitude faster. At most N - m_pad."""
   if s.working_set:
     k = s.working_set
   elif n - m_pad <= 32 * d and (n - m_pad) * d * 4 <= 1 << 20:

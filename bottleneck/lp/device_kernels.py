@@ -16,10 +16,8 @@ from bottleneck.lp import enclosure
 
 # The checks' programs compile without autotuning (sharding.UNTUNED; XLA's
 # GPU autotuner picks GEMM algorithms by compiling and timing candidates
-# on the host's cores and the device). Autotuned, cold on the H100 of
-# benchmarks/RESULTS.md, `scores` alone took 1.3-5.5 s per padded size,
-# more than the products cost in a whole run; untuned (2026-11-27) every
-# call compiled in 0.1-0.9 s. Nothing depends on the algorithm here: the
+# on the host's cores and the device). Autotuned, a cold H100 spent more
+# compiling `scores` than the products cost in a whole run. Nothing depends on the algorithm here: the
 # rounding bounds hold for any order of summation (the float32 dot is
 # pinned below) and the enclosure measures its factor's error.
 _device_jit = functools.partial(jax.jit, compiler_options=sharding.UNTUNED)

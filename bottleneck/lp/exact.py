@@ -2,10 +2,10 @@
 
 Solves  min t  s.t.  A_S x = y_S,  a_j . x - t <= 0 (j not in S)  in float64
 and returns t*, x* and the multipliers mu* (HiGHS row duals, sign-flipped),
-which `bottleneck.certificates` checks like any other certificate.
+which `bottleneck.lp.certificates` checks like any other certificate.
 
-Settings that are fast on these dense problems (../NOTES: presolve dominates
-the time): interior point without presolve, crossover on for a vertex
+Settings that are fast on these dense problems (presolve dominates the
+time there): interior point without presolve, crossover on for a vertex
 (clean duals). `method="rowgen"` solves on S plus the rows with the largest
 row-space logits, adds violated rows and repeats: exact (the final
 reduced LP has no violated row, and its multipliers are valid for the full

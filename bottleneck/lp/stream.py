@@ -5,9 +5,7 @@ devices, the matrix replicated, the state donated); whenever a quarter of
 them holds a verdict candidate, those are handed out and their slots
 restarted with queued instances (`admm.refill`), so slow instances do not
 hold the batch; on a CPU frozen groups of slots cost nothing
-(admm._by_live_groups). On request (`shrink_age`), the last instances move
-to a batch a quarter the size once the queue is empty (`_shrink`, once).
-One compile per (settings, mesh, batch, m_pad, matrix shape): `compiled`
+(admm._by_live_groups). One compile per (settings, mesh, batch, m_pad, matrix shape): `compiled`
 caches them, and `precompile` starts them early.
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
@@ -90,8 +88,8 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   problem_sh = jax.tree.map(by_rank, problem_shape)
   b1 = sharding.batch_sharded(mesh, 1)
   # Autotuned on a GPU (not sharding.UNTUNED): untuned, paper-size Figure
-  # 1's stream took ~2.5 s longer on the H100s of benchmarks/RESULTS.md
-  # (2026-11-27), and `precompile` hides the autotuner's compile time.
+  # 1's stream ran slower on an H100, and `precompile` hides the
+  # autotuner's compile time.
   jit = functools.partial(jax.jit, out_shardings=state_sh)
   return Compiled(
       jit(advance, in_shardings=(rep, state_sh, None, None),
@@ -113,11 +111,10 @@ def precompile(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   """Starts compiling `run`'s refill and advance ahead of time, each in a
   thread (XLA's compiles release the GIL), so that they overlap each other
   and the caller's preparation of A; `run` with the same arguments waits
-  for them, and its calls then find the programs in jit's cache. On the
-  H100 of benchmarks/RESULTS.md they compiled one after the other in
-  3.2 + 4.1 s at the stream's first calls; started here, paper-size Figure
-  1 from a fresh machine took 56.2 s instead of 68.4 s (2026-11-27). On
-  the 2-core CPU it changes no record and no measurable time. A compile
+  for them, and its calls then find the programs in jit's cache. On an
+  H100 they otherwise compile one after the other at the stream's first
+  calls (benchmarks/RESULTS.md: paper-size Figure 1 from a fresh H100
+  machine). On a CPU it changes no record. A compile
   that fails here is left to fail again, with its error, in `run`."""
   key = (settings, mesh, batch, m_pad, n, d)
   if key in _COMPILING:
@@ -200,8 +197,8 @@ class Fifo:
 
 def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
         m_pad: int, mesh, decide: Decide | None = None,
-        first_check: int = 100, shrink_age: int | None = None,
-        verify: Verify | None = None, feed: Feed | None = None,
+        first_check: int = 100, verify: Verify | None = None,
+        feed: Feed | None = None,
         started: Callable[[], None] | None = None) -> Iterator[Finished]:
   """Yields every instance once, as its slot finishes (any order).
 
@@ -209,20 +206,10 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   offered to it (its raw iterate x and dual u) and released when it
   returns a verdict. With `verify`, an in-loop nomination is checked at
   once: a verdict is yielded (`decided`), else the slot resumes with its
-  nominations quiet for as many iterations as it has run (doubling). With
-  `shrink_age`, once the queue is empty and the slots still running (all
-  older than `shrink_age`: stragglers) fit in a quarter of the batch, they
-  move to a batch that size (once). Off by default: the move costs a
-  compile of its own, which on the 2-core CPU of benchmarks/RESULTS.md
-  outweighs what the smaller batch saves, all the more since frozen slots
-  cost nothing there (admm._by_live_groups). 50257 x 768, the band's 32
-  LPs, before that: 21.5 s cold without the move, 24.1 s with it (15.6 /
-  13.4 s compiled); after: 18.2 s (10.7 s) without. Paper-size Figure 1
-  at 20 subsets per m, 1200 LPs: 85.1 s without, 90.7 s with, the same
-  records. `feed` hands out the
-  instances (default `Fifo`: in order); one it settles (lp.chain_feed.Feed:
-  from another member of its chain) is yielded at once with 0 iterations
-  and never takes a slot. `started` is called once the first chunk is
+  nominations quiet for as many iterations as it has run (doubling).
+  `feed` hands out the instances (default `Fifo`: in order); one it
+  settles (lp.chain_feed.Feed: from another member of its chain) is
+  yielded at once with 0 iterations and never takes a slot. `started` is called once the first chunk is
   dispatched, its programs compiled (topm starts the device checks'
   compiles there: lp.device_checks.DeviceA.for_mesh).
   """
@@ -251,11 +238,6 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   slots = [take() for _ in range(batch)]
   next_check = np.full(batch, first_check)  # Age of each slot's next offer.
   step = max(1, first_check // 2)  # Host visits: every `step` iterations.
-  # One move to a quarter of the batch: a second (8 -> 2 slots at 50257 x
-  # 768) cost its 1.7 s compile and saved less, as frozen groups of slots
-  # are skipped (admm._iterate); the band's 32 instances: 13.3 s cold
-  # (7.1 s compiled) with one move, 16.0 s (7.7 s) with two.
-  shrunk = False
 
   def problem():
     return instances_lib.pad([instances[max(j, 0)] for j in slots], m_pad,
@@ -333,37 +315,9 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
                            np.array(slots) >= 0)
       else:  # Nothing to start: no refill compile for the tail's batches.
         state = fns.freeze(state, replace)
-    ages = now - started
-    ages[finished] = 0  # Refilled this round.
-    live = [i for i, j in enumerate(slots) if j >= 0]
-    if (shrink_age is not None and not feed.left() and not shrunk and
-        0 < len(live) <= batch // 4 and
-        (batch // 4) % mesh.devices.size == 0 and
-        min(ages[live]) >= shrink_age):
-      batch //= 4
-      shrunk = True
-      fns = compiled(settings, mesh, batch, m_pad, n, d)
-      state, slots, next_check = _shrink(state, slots, next_check, batch,
-                                         fns.state_sharding)
     if not ahead and any(j >= 0 for j in slots):
       state = advance(state, int(now))
   yield from settled
-
-
-def _shrink(state: admm.State, slots, next_check, batch: int, state_sharding):
-  """The tail: once the queue is empty and at most `batch` slots still run,
-  moves them (and frozen slots as padding) to a compiled batch of that size.
-  Where the whole batch iterates at once (accelerators, sharded batches)
-  frozen slots cost their share of every iteration; on a CPU's groups
-  they cost nothing (admm._by_live_groups)."""
-  live = [i for i, j in enumerate(slots) if j >= 0]
-  idle = [i for i, j in enumerate(slots) if j < 0]
-  keep = np.array(live + idle[:batch - len(live)], dtype=np.int64)
-  # On the host: device-side gathers would compile once per leaf shape.
-  state = jax.tree.map(lambda leaf: leaf[keep] if leaf.ndim else leaf,
-                       jax.device_get(state))
-  return (jax.device_put(state, state_sharding), [slots[i] for i in keep],
-          next_check[keep])
 
 
 def _due(state: admm.State, slots, status, ages, next_check):

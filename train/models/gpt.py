@@ -233,10 +233,6 @@ def head_bias(params, cfg: GPTConfig):
   return p["head_bias"] if cfg.head == "tied" else p["lm_head"]["bias"]
 
 
-def count_params(params) -> int:
-  return int(sum(x.size for x in jax.tree.leaves(params)))
-
-
 def init_params(cfg: GPTConfig, seed: int = 0):
   model = GPT(cfg)
   return model.init(jax.random.key(seed), jnp.zeros((1, cfg.block_size),

@@ -77,14 +77,15 @@ class Settings:
   seed: int = 0
 
 
-# Each phase's share of one model's probe time (quick report, 2026-11-24,
-# mostly Gemma 3's), in order: `fraction` callbacks report progress by it.
+# Each phase's share of one model's probe time (measured on the quick
+# report, mostly Gemma 3's), in order: `fraction` callbacks report progress
+# by it.
 PHASE_SHARE = {"load": 0.02, "forward": 0.45, "sanity": 0.03, "gradient": 0.03,
                "encoding": 0.07, "edit": 0.07, "prune": 0.03,
                "cumulative": 0.02, "rowstats": 0.02,
                "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
-# Probe time relative to SmolLM2-135M's (same report: 99 s and 318 s);
-# other specs count as the mean.
+# Probe time relative to SmolLM2-135M's (the same report); other specs
+# count as the mean.
 MODEL_COST = {"smollm2": 1.0, "gemma3": 3.2}
 
 

@@ -228,6 +228,61 @@ def _encoding(s, cfg):
           f"{DISAGREES}: below 0.8 on a small, briefly trained model")
 
 
+def _probe_and_real(sections, key):
+  """(name, numbers) of the probe model (encoding section) and of every
+  real LLM (real_llm section) for one of seed 003's probes."""
+  out = []
+  if "encoding" in sections:
+    out.append(("probe model", sections["encoding"][key]))
+  if "real_llm" in sections:
+    out += _real(sections["real_llm"], key)
+  return out
+
+
+def _per_subject(verdicts: dict) -> str:
+  """'reproduced on a, b; disagrees on c' from {name: verdict word}; the
+  worst verdict first."""
+  order = (DISAGREES, CANNOT, REPRODUCED)
+  groups = [(v, [n for n, x in verdicts.items() if x == v]) for v in order]
+  return "; ".join(f"{v} on {', '.join(ns)}" for v, ns in groups if ns)
+
+
+def _sparsity(named):
+  ours = "; ".join(f"{n}: median |Spearman| {e['median_dim_abs_spearman']:.2f}"
+                   for n, e in named)
+  return ours, "probe GPT and real LLMs; poorly = median below 0.2", \
+      _per_subject({n: DISAGREES if e["median_dim_abs_spearman"] > 0.2
+                    else REPRODUCED for n, e in named})
+
+
+def _input_embeddings(named):
+  named = [(n, e) for n, e in named if "adj_r2_input_embeddings" in e]
+  if not named:
+    return "-", "untied heads only", f"{NOT_RUN}: no untied subject"
+  ours = "; ".join(f"{n}: {e['adj_r2_input_embeddings']:.2f}"
+                   for n, e in named)
+  return ours, "untied heads only; below 0.5 disagrees", _per_subject(
+      {n: DISAGREES if e["adj_r2_input_embeddings"] < 0.5 else REPRODUCED
+       for n, e in named})
+
+
+def _removal(named):
+  """Fig. 6: KL after removing 30 % / 50 % of the dimensions, saliency
+  order vs adversarial; within 10 % of each other: cannot tell."""
+  parts, verdicts = [], {}
+  for n, p in named:
+    i30, i50 = p["ratios"].index(0.3), p["ratios"].index(0.5)
+    sal, adv = p["saliency"], p["adversarial"]
+    parts.append(f"{n}: saliency {sal[i30]:.3g} / {sal[i50]:.3g}, "
+                 f"adversarial {adv[i30]:.3g} / {adv[i50]:.3g}")
+    ratio = min(adv[i30] / max(sal[i30], 1e-12),
+                adv[i50] / max(sal[i50], 1e-12))
+    verdicts[n] = (REPRODUCED if ratio > 1.1 else CANNOT if ratio > 0.9
+                   else DISAGREES)
+  return "; ".join(parts), ("KL at 30 % / 50 % removed; within 10 %: "
+                            "cannot tell"), _per_subject(verdicts)
+
+
 def _appendix_a(s, cfg):
   cum = s["cumulative"]
   ours = (f"{cum['tokens_for_0.9_of_mean_curve']} tokens (mean curve "
@@ -274,6 +329,18 @@ CLAIMS = (
 )
 
 
+# Claims read from several sections: (paper, where, says, sections, read
+# of the list of (name, numbers)), numbers under `key` of each.
+MULTI = (
+    ("003", "Fig. 3", "the overwhelming majority of W's dimensions poorly "
+     "correlated with log p", "encoding", _sparsity),
+    ("003", "Table 1 (input embeddings)", "adj. R^2 0.66-0.81 on the input "
+     "embeddings of untied models", "encoding", _input_embeddings),
+    ("003", "Fig. 6", "removing the least salient dimensions first costs "
+     "less than the most salient first", "prune", _removal),
+)
+
+
 def rows(sections: dict, config: dict) -> list[dict]:
   """The ledger of a report's sections (results.json's 'sections') under
   its config (results.json's 'config')."""
@@ -291,6 +358,16 @@ def rows(sections: dict, config: dict) -> list[dict]:
             f"{NOT_RUN}: section `{c.section}` lacks {e} (older version)")
       row.update(ours=ours, scale=scale, verdict=verdict)
     out.append(row)
+  for paper, where, says, key, read in MULTI:
+    row = {"paper": f"seed {paper}", "where": where, "paper_says": says}
+    try:
+      named = _probe_and_real(sections, key)
+      ours, scale, verdict = read(named) if named else (
+          "-", "-", f"{NOT_RUN} (sections `encoding`, `real_llm` not in "
+          "this report)")
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+      ours, scale, verdict = "-", "-", f"{NOT_RUN}: lacks {e} (older version)"
+    out.append(dict(row, ours=ours, scale=scale, verdict=verdict))
   return out
 
 
@@ -299,7 +376,7 @@ def markdown(ledger_rows: list[dict], scale: str) -> str:
   from train.report.section import table  # pylint: disable=g-import-not-at-top
   counts = {}
   for r in ledger_rows:
-    key = re.split(r"[:;(]", r["verdict"])[0].strip()
+    key = re.split(r"[:;(]| on ", r["verdict"])[0].strip()
     counts[key] = counts.get(key, 0) + 1
   return ("## Claims ledger\n\nEvery row computed from this report's numbers "
           f"(scale `{scale}`): " + ", ".join(f"{v} {k}" for k, v in

@@ -20,42 +20,47 @@ import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 from bottleneck.io import cli, hf, lock
 from train.report import (ledger, real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
 from train.report import section as section_lib
 
-SECTIONS = {  # In report order.
-    "table1": seed001_bounds.table1,
-    "figure5": seed001_bounds.figure5,
-    "prescribed": seed001_bounds.prescribed_probabilities,
-    "signrank": seed001_bounds.signrank_construction,
-    "figure1": seed001_lp.figure1,
-    "figure3": seed001_lp.figure3,
-    "natural": seed001_lp.natural_targets,
-    "trained": seed001_lp.trained_vs_random,
-    "training": seed004.training,
-    "gradient": seed002.gradient_bottleneck,
-    "lowrank": seed002.lowrank_sweep,
-    "spamlang": seed002.spamlang_sweep,
-    "encoding": seed003.encoding_section,
-    "appendices": seed001_trained.appendices,
-    "real_llm": real_llm.real_llm,
+class Spec(NamedTuple):
+  """A report section: its function and its estimated seconds on the
+  2-core CPU at `quick` and at `full` (None: quick's), which the ETA
+  starts from."""
+  fn: section_lib.SectionFn
+  quick_s: float
+  full_s: float | None = None
+
+
+SECTIONS = {  # In report order; adding a section is one line here.
+    "table1": Spec(seed001_bounds.table1, 3),
+    "figure5": Spec(seed001_bounds.figure5, 39),
+    "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5),
+    "signrank": Spec(seed001_bounds.signrank_construction, 17),
+    "figure1": Spec(seed001_lp.figure1, 35),
+    "figure3": Spec(seed001_lp.figure3, 21, 300),
+    "natural": Spec(seed001_lp.natural_targets, 30),
+    "trained": Spec(seed001_lp.trained_vs_random, 34),
+    "training": Spec(seed004.training, 170, 1400),
+    "gradient": Spec(seed002.gradient_bottleneck, 75),
+    "lowrank": Spec(seed002.lowrank_sweep, 200, 900),
+    "spamlang": Spec(seed002.spamlang_sweep, 80, 1500),
+    "encoding": Spec(seed003.encoding_section, 20),
+    "appendices": Spec(seed001_trained.appendices, 10),
+    "real_llm": Spec(real_llm.real_llm, 390),
 }
-# Seconds per section on the 2-core CPU (quick: measured 2026-11-24 at
-# b954968, 15.7 min in all, real_llm 8.5 of it; the ETA scales them by
-# how fast this run has been so far). Paper scale: rough, for a GPU.
+
+# Estimated seconds per section at each scale (ETA priors).
 ESTIMATE_S = {
     "tiny": dict.fromkeys(SECTIONS, 10.0),
-    "quick": {"table1": 3, "figure5": 39, "prescribed": 5, "signrank": 17,
-              "figure1": 35, "figure3": 21, "natural": 30, "trained": 34,
-              "training": 170, "gradient": 75, "lowrank": 200, "spamlang": 80,
-              "encoding": 20, "appendices": 10, "real_llm": 390},
-    "paper": {name: 600.0 for name in SECTIONS},
+    "quick": {n: s.quick_s for n, s in SECTIONS.items()},
+    "full": {n: s.full_s or s.quick_s for n, s in SECTIONS.items()},
+    "paper": dict.fromkeys(SECTIONS, 600.0),
 }
-ESTIMATE_S["full"] = dict(ESTIMATE_S["quick"], figure3=300, training=1400,
-                          lowrank=900, spamlang=1500)
 HEARTBEAT_S = 10.0
 PRIOR_S = 120.0  # Weight of the estimates against measured section times.
 
@@ -296,7 +301,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
         for name in names:
           eta.begin(name)
           start = time.perf_counter()
-          section = SECTIONS[name](config, outdir)
+          section = SECTIONS[name].fn(config, outdir)
           cli.release_memory()  # Each section starts from a trimmed heap.
           seconds = time.perf_counter() - start
           eta.end(seconds)

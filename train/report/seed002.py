@@ -1,7 +1,7 @@
 """Report sections for seed 002 (Godey & Artzi): the gradient bottleneck.
 
 eq. (10) and Figs. 2, 7, 8 on trained heads; §3.1 low-rank heads (Fig. 1);
-§3.2 SpamLang (Fig. 14). The models come from train/experiments.py.
+§3.2 SpamLang (Fig. 14). The models come from train/training/experiments.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
            the tokenizer a GGUF file holds (train/text/vocab.from_gguf):
            SmolLM2's 49152-token BPE, Gemma 3's 262144-token SentencePiece.
   bpe:N    a byte-level BPE with N tokens trained on the run's own corpus
-           (train/data.py trains and caches it): small vocabularies put a
+           (train/text/data.py trains and caches it): small vocabularies put a
            small model in the D/V regime of large LMs (seeds 002, 003).
 """
 

@@ -11,7 +11,7 @@ The batch axis is sharded over every device (data parallel, multi-host
 through `jax.make_array_from_process_local_data`); parameters and optimizer
 state are replicated, or sharded along their largest divisible axis with
 `train.fsdp` (ZeRO-3 style). Dropout keys are fold_in(key(seed), step) and
-batches a pure function of step (train/data.py), so a run resumed from the
+batches a pure function of step (train/text/data.py), so a run resumed from the
 checkpoint of step k reproduces the uninterrupted losses after k.
 """
 

@@ -3,12 +3,12 @@
 # repository root with the stages to run, writing logs, JSON and PNGs to
 # $OUT (default ./gpu_out).
 #
-#   bash benchmarks/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
-#   bash benchmarks/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
+#   bash tools/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
+#   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: paper-size Figure 1 from a fresh machine
 # took 56.2 s on 2026-11-27 (`info cold_warm`; stream.precompile), in one
-# run: `[.whl] export OUT; bash benchmarks/on_gpu.sh info cold_warm
+# run: `[.whl] export OUT; bash tools/on_gpu.sh info cold_warm
 # phases` again on a fresh machine gives its spread (about 2.5 minutes).
 # `phases` times the steps before the LP stream (benchmarks/
 # startup_phases.py); `cold_at0` runs the cold figure with every program
@@ -18,7 +18,7 @@
 # (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
 # call: a machine goes back 30 s after a call, and a fresh one has no
 # /tmp/site). Trained heads travel as small GGUFs made by
-# benchmarks/pack_head.py in .gpu/. A head over one call's 64 MiB transfer
+# tools/pack_head.py in .gpu/. A head over one call's 64 MiB transfer
 # (Gemma 3's: 178 MB as Q8_0) goes in parts
 # (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=4`:
 # 44.6 MB each, beside the 9 MB tree and 5 MB of wheels), one part carried
@@ -27,12 +27,12 @@
 # warm; then `gemma3` runs. The calls of 2026-11-26's H200 session, as
 # they would run now (carry, command):
 #   [.whl, .gpu/gemma3_head.gguf.0, .gpu/gemma3_head.gguf.sha256]
-#       export OUT; bash benchmarks/on_gpu.sh info
-#   [.whl, .gpu/gemma3_head.gguf.1]   export OUT; bash benchmarks/on_gpu.sh
-#   [.whl, .gpu/gemma3_head.gguf.2]   export OUT; bash benchmarks/on_gpu.sh
+#       export OUT; bash tools/on_gpu.sh info
+#   [.whl, .gpu/gemma3_head.gguf.1]   export OUT; bash tools/on_gpu.sh
+#   [.whl, .gpu/gemma3_head.gguf.2]   export OUT; bash tools/on_gpu.sh
 #   [.whl, .gpu/gemma3_head.gguf.3]
-#       export OUT; bash benchmarks/on_gpu.sh finish_ab fig1_6000
-#   [.whl]   export OUT; bash benchmarks/on_gpu.sh gemma3
+#       export OUT; bash tools/on_gpu.sh finish_ab fig1_6000
+#   [.whl]   export OUT; bash tools/on_gpu.sh gemma3
 # (gemma3 took 439 s and fig1_6000 95 s there, finish_ab is new: a call
 # may run 600 s, and 15 minutes of device time hold about two such calls.)
 set -u
@@ -137,7 +137,7 @@ print([(i['internal_api'], i['num_threads']) for i in
       # beside ADMM's compile and after it (each in a fresh process).
       for mode in --serial "--parallel --admm=beside" \
           "--parallel --admm=before"; do
-        $PY benchmarks/device_warm_up.py $mode | tee -a "$OUT/warm_up.jsonl"
+        $PY tools/device_warm_up.py $mode | tee -a "$OUT/warm_up.jsonl"
       done ;;
     cold_warm)  # Paper-size Figure 1 as a new machine's first run (an
       # empty compile cache), then again with the cache it wrote.
@@ -168,7 +168,7 @@ print([(i['internal_api'], i['num_threads']) for i in
           timed fig1_6000_autotune0_cold $TOPM $FIG1 --trials=100 \
           > "$OUT/figure1_paper_scale_gpu_autotune0_cold.json" ;;
     phases)  # The seconds before the LP stream starts, step by step.
-      timed phases $PY benchmarks/startup_phases.py \
+      timed phases $PY tools/startup_phases.py \
           > "$OUT/startup_phases.json" ;;
     checks_ab)  # Paper-size Figure 1 with the host checks' products on the
       # host, then on the GPU (lp.device_checks; the default beside one).
@@ -186,10 +186,10 @@ print([(i['internal_api'], i['num_threads']) for i in
           --plot="$OUT/smollm2_vs_gaussian_topm_gpu.png" \
           > "$OUT/smollm2_vs_gaussian_topm_gpu.json" ;;
     host_checks)  # The INFEASIBLE check alone on this host, by BLAS threads.
-      timed host_checks $PY benchmarks/host_checks.py --threads=1,2,4,8,16 \
+      timed host_checks $PY tools/host_checks.py --threads=1,2,4,8,16 \
           > "$OUT/host_checks.jsonl" ;;
     device_checks)  # The same claims, host (4 threads) against the GPU.
-      timed device_checks $PY benchmarks/host_checks.py --threads=4 \
+      timed device_checks $PY tools/host_checks.py --threads=4 \
           --device=0,1 > "$OUT/device_checks.jsonl" ;;
     finish_ab)  # Gemma 3's band, the exact finish on the host, then on
       # the device (lp.ipm; the default beside an accelerator).

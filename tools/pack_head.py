@@ -1,6 +1,6 @@
 """A model's head alone, as stored, in a small GGUF (for a lent machine).
 
-  PYTHONPATH=. .venv/bin/python benchmarks/pack_head.py --model=smollm2 \
+  PYTHONPATH=. .venv/bin/python tools/pack_head.py --model=smollm2 \
       --out=.gpu/smollm2_head.gguf
 
 A lent GPU machine reaches no package registry, so the trained heads that
@@ -71,7 +71,7 @@ def main():
 
 def split(out: str, chunks: int) -> None:
   """OUT.0 .. OUT.{chunks-1}, and OUT.sha256 ("SHA256 NAME CHUNKS"):
-  what benchmarks/on_gpu.sh checks before it joins them."""
+  what tools/on_gpu.sh checks before it joins them."""
   data = open(out, "rb").read()
   step = -(-len(data) // chunks)
   for k in range(chunks):

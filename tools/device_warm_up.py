@@ -4,7 +4,7 @@ compiled one after another or concurrently, and what they cost ADMM's own
 compile (the first chunk's `refill` and `advance`, as topm.solve compiles
 them for paper-size Figure 1: 32 slots, m_pad = m_max).
 
-  PYTHONPATH=. python3 benchmarks/device_warm_up.py [--serial] [--N=50257]
+  PYTHONPATH=. python3 tools/device_warm_up.py [--serial] [--N=50257]
       [--d=768] [--m_max=150] [--admm=none|beside|before]
 
 --admm=beside: the warm-up starts, then ADMM's programs compile in the main

@@ -1,6 +1,6 @@
 """A recorded `python -m bottleneck.topm --format=json` run, kept small.
 
-  python3 benchmarks/summarize_topm.py RUN.json --out=benchmarks/NAME.json \
+  python3 tools/summarize_topm.py RUN.json --out=benchmarks/NAME.json \
       --log=gpu_out/log.txt --label=fig1_6000 --machine="..." \
       --date=2026-11-26 --commit=d2f6fa5 --note="..."
 
@@ -9,7 +9,7 @@ A run's JSON lists every instance (its subset, bounds and certificate):
 per (matrix, problem, m): the verdict counts and fractions, how many
 instances ADMM, the exact finish (`ipm`) and the chains settled, the
 iterations, and the seconds of the host's float64 checks. With `--log`
-(benchmarks/on_gpu.sh's log.txt), the stage `--label`'s command, wall
+(tools/on_gpu.sh's log.txt), the stage `--label`'s command, wall
 seconds and peak RSS, and each matrix's LP stream seconds (its last
 progress line) come from the log.
 """

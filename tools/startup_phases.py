@@ -4,7 +4,7 @@ one after the other in a fresh process (imports, the backend's start, the
 Gaussian A, its instances, the float64 facts, the device checks' copy of
 A, the rotation), then the JSON a run of this size prints.
 
-  PYTHONPATH=. python3 benchmarks/startup_phases.py [--N=50257] [--d=768]
+  PYTHONPATH=. python3 tools/startup_phases.py [--N=50257] [--d=768]
       [--m_max=150] [--trials=100]
 
 Prints one JSON line: seconds per step, in order, and their sum.

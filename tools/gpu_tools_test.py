@@ -1,10 +1,10 @@
 """The tools that carry a run to a lent GPU machine and bring it back.
 
-benchmarks/pack_head.py splits a head over several calls' transfers;
-benchmarks/on_gpu.sh moves each call's parts out of the tree (a call's copy
+tools/pack_head.py splits a head over several calls' transfers;
+tools/on_gpu.sh moves each call's parts out of the tree (a call's copy
 keeps no ignored file it does not carry), joins them once all have come
-and checks their hash; benchmarks/summarize_topm.py keeps a run's per-m
-counts; benchmarks/startup_phases.py times the steps before the LP
+and checks their hash; tools/summarize_topm.py keeps a run's per-m
+counts; tools/startup_phases.py times the steps before the LP
 stream. Each is run here as the machine would run it, on small files.
 """
 
@@ -20,7 +20,7 @@ from absl.testing import absltest
 from tests import one_device_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import pack_head  # pylint: disable=g-import-not-at-top,wrong-import-position
 import summarize_topm  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -33,9 +33,9 @@ class PartsTest(absltest.TestCase):
     self.tree = tempfile.mkdtemp()  # The machine's copy of the tree.
     self.parts = tempfile.mkdtemp()  # $PARTS, outside it.
     self.here = tempfile.mkdtemp()  # This machine's .gpu/.
-    os.makedirs(os.path.join(self.tree, "benchmarks"))
-    shutil.copy(os.path.join(ROOT, "benchmarks", "on_gpu.sh"),
-                os.path.join(self.tree, "benchmarks"))
+    os.makedirs(os.path.join(self.tree, "tools"))
+    shutil.copy(os.path.join(ROOT, "tools", "on_gpu.sh"),
+                os.path.join(self.tree, "tools"))
     self.head = os.path.join(self.here, "h.gguf")
     with open(self.head, "wb") as f:
       f.write(os.urandom(100_003))
@@ -56,7 +56,7 @@ class PartsTest(absltest.TestCase):
       shutil.copy(os.path.join(self.here, name), gpu)
     env = dict(os.environ, WHEELS="0", PARTS=self.parts,
                OUT=os.path.join(self.tree, "out"))
-    run = subprocess.run(["bash", "benchmarks/on_gpu.sh"], cwd=self.tree,
+    run = subprocess.run(["bash", "tools/on_gpu.sh"], cwd=self.tree,
                          env=env, capture_output=True, text=True, check=True)
     return run.stdout
 
@@ -132,7 +132,7 @@ class StartupPhasesTest(absltest.TestCase):
 
   def test_times_every_step_before_the_stream(self):
     run = subprocess.run(
-        [sys.executable, "benchmarks/startup_phases.py", "--N=600", "--d=32",
+        [sys.executable, "tools/startup_phases.py", "--N=600", "--d=32",
          "--m_max=20", "--trials=3"], cwd=ROOT, env=one_device_env(),
         capture_output=True, text=True, check=True)
     got = json.loads(run.stdout)

@@ -3,9 +3,9 @@ certificates.check_infeasible_global, on the inputs a Figure-1 sweep
 offered them (m = 5..150 step 5, both problems, nested), with the host
 checks' BLAS thread count of a CPU run (one) or the given ones.
 
-  PYTHONPATH=. .venv/bin/python benchmarks/host_checks.py \
+  PYTHONPATH=. .venv/bin/python tools/host_checks.py \
       --save_calls=/tmp/calls.pkl            # sweep, capture, replay
-  PYTHONPATH=OTHER_TREE .venv/bin/python benchmarks/host_checks.py \
+  PYTHONPATH=OTHER_TREE .venv/bin/python tools/host_checks.py \
       --calls_from=/tmp/calls.pkl            # the same inputs, other code
   ... --threads=1,4,8,16                     # a GPU machine's host
   ... --device=0,1    # also with their products on JAX's first device
