@@ -46,8 +46,8 @@ def _column_means(x):
 class Moments(NamedTuple):
   """What every fit on a design X [n, k] shares: its float64 column means
   and centred Gram matrix (X - mean)^T (X - mean), summed over row blocks.
-  One pass over X: a 262144 x 640 head's costs ~4 s on one core, and the
-  seed-003 probes fit four models on the same head."""
+  One pass over X is the costly part on a large head, and the seed-003
+  probes fit four models on the same head."""
   mean_k: np.ndarray
   gram_kxk: np.ndarray
   n: int
@@ -214,7 +214,7 @@ def spearman_profiles(alpha_v, e_vxd, block: int = 8,
   default: one per core, at most 4), 8 blocks of columns in memory at once;
   float32 data is ranked in float32, its PC scores included. `columns`:
   profile only the first that many PCs and dimensions (None: all D; each
-  costs a sort of V values, 20 ms at V = 262144)."""
+  costs a sort of V values)."""
   import concurrent.futures  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
   e = checks.finite_array("e", e_vxd, ndim=2)
@@ -244,7 +244,7 @@ def spearman_profiles(alpha_v, e_vxd, block: int = 8,
 
   def scores(a, b):  # Principal-component scores V^T e (centring adds a
     # constant per component: the ranks are the same), in e's precision:
-    # one GEMM per span (float64 row blocks took 10 s of Gemma 3's head).
+    # one GEMM per span (float64 row blocks were far slower on Gemma 3).
     return vecs[:, a:b].T.astype(e.dtype) @ e.T
 
   def dims(a, b):  # float32 columns are ranked as float32 (16 bits a pass).

@@ -96,8 +96,8 @@ def softmax_on_subset(logits_n, subset, p_m) -> tuple[float, float]:
 
 def logsumexp(v) -> float:
   """log(sum(exp(v))) of a vector, shifted by its maximum (as
-  scipy.special.logsumexp, whose generality cost 10x on a vocabulary:
-  5.5 against 0.5 ms at N = 50257); -inf, inf or nan where the maximum
+  scipy.special.logsumexp, whose generality costs an order of magnitude
+  on a vocabulary); -inf, inf or nan where the maximum
   is. Its rounding: a few ulps of max |v| for the shift and exp, numpy's
   pairwise sum, one log (certificates.check_probabilities' allowance)."""
   v = np.asarray(v, np.float64)

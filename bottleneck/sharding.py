@@ -20,8 +20,7 @@ BATCH_AXIS = "batch"
 # compiled them faster and decided every instance of paper-size Figure 1
 # by the same path (autotuned ones differ in some paths, never in a
 # verdict), but the stream ran slower, so ADMM stays autotuned
-# (lp.stream.compiled; the H100 rows of git's benchmarks/RESULTS.md). A no-op on CPUs
-# and TPUs.
+# (lp.stream.compiled). A no-op on CPUs and TPUs.
 UNTUNED = {"xla_gpu_autotune_level": 0}
 
 

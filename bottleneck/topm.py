@@ -73,7 +73,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 
   `finish_after`: an instance a host check finds still open at this age
   gets one exact finish (lp.finish: interior point on the rows its iterate
-  names, with row generation; ~10 s on a 262144-row head), whose point
+  names, with row generation), whose point
   and duals are certified like any other (source 'ipm'). None: never.
 
   `embeddings` (solve mode): a record with a finite certified upper bound
@@ -114,7 +114,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   if not special:
     # ADMM's programs compile while the host checks ranks and prepares A
     # (with repeated rows, the calls below on A without them compile other
-    # shapes: 5 s lost in lp_modes_test when this ran first).
+    # shapes, so it runs after them).
     stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
   records.check_subsets(facts, instances, special)
   if special:  # Repeated or all-zero rows in a subset: records.solve_special.
@@ -211,9 +211,9 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
 
 
 # The host checks' freed float64 temporaries go back to the OS (malloc_trim)
-# at most this often: without it glibc's heap crept up by 0.1-0.2 GB over
-# Gemma 3's 32 LPs (issue 22's 2 GB at 262144 x 640); one trim costs ~7 ms
-# at 50257 x 768, 3 % of the band's time if done after every instance.
+# at most this often: without it glibc's heap creeps up over a run on a
+# large head; a trim after every instance would cost a few % of the band's
+# time.
 TRIM_EVERY_S = 2.0
 
 

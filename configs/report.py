@@ -186,7 +186,7 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.real_llm.natural_m = at("3", "30", "10..120:10")  # App. D m values.
   # Subsets per m (0 skips the LPs). Quick: 4, fewer than the 20 a
   # comparison should have, for the report's budget (Gemma 3's 262144 x 640
-  # head: ~7 s per instance in the band on 2 cores); the section says so.
+  # head is the costliest LP of the report); the section says so.
   c.real_llm.lp_trials = at(2, 4, 100)
   c.real_llm.lp_batch = at(2, 32, 32)  # LP instances iterated together.
   c.real_llm.lp_max_iters = 5000  # ADMM cap; still open = 'undecided'.
@@ -212,8 +212,8 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
                          (1024, 4096, 16384, 49152),
                          full=(256, 1024, 4096, 16384, 32768))  # V.
   # (full stops at 32768: V = 65536's full-rank run needs 16 x 65536 / 256
-  # = 4096 steps of 0.69 s on 2 cores, 47 min, beyond full's 2 h with the
-  # other sections; `paper` runs Table 3's model to 49152 on an accelerator.)
+  # = 4096 steps, most of full's 2 h on 2 cores (benchmarks/RESULTS.md:
+  # SpamLang step times); `paper` runs Table 3's model to 49152.)
   c.spamlang.ranks = at((8, 0), (8, 0), (32, 0))  # 0: full.
   # Steps per run; a V whose full-rank head has not learned the task
   # (accuracy < `learned` on positions >= 1) is run again with twice the

@@ -99,11 +99,10 @@ class Settings:
   # Instances iterated together between two checks (`update`): 0 = the
   # whole batch at once (vmap: what accelerators want); g > 0 = groups of g
   # in turn (lax.map), each running its iterations up to the next check
-  # while its working-set rows stay in cache; None = 2 on CPU, else 0. On
-  # the 2-core CPU of benchmarks/RESULTS.md, 50257 x 768, B = 32: the
-  # batch's [B, K, d] rows (100 MB) stream from memory twice an iteration,
-  # 9.4-11.7 ms; in groups of 2 (6 MB, in L3) 2.5 ms (groups of 1: 12-14
-  # ms, 4: 3.3 ms, 8: 7.5 ms).
+  # while its working-set rows stay in cache; None = 2 on CPU, else 0. At
+  # 50257 x 768, B = 32, the batch's [B, K, d] rows (100 MB) stream from
+  # memory twice an iteration; a group of 2 (6 MB) stays in a CPU's L3,
+  # and 2 was the fastest group size on a 2-core CPU.
   group: int | None = None
 
   def __post_init__(self):  # Bad settings would hang or NaN inside the loop.
@@ -134,9 +133,9 @@ class Problem(NamedTuple):
 def working_set_size(s: Settings, n: int, d: int, m_pad: int) -> int:
   """K: `s.working_set`, else K = 1.25 d rounded up to 128 (a vertex has
   at most d + 1 - m active rows; with fewer spare rows, rows turning active
-  between scans slow the convergence: at 50257 x 768 in the band, K =
-  768 / 1024 / 1536 took 24 / 21 / 35 s for 32 instances, the slowest
-  instance's luck deciding), or every row of R (the full algorithm) where
+  between scans slow the convergence; more rows make each iteration
+  costlier: 1.25 d was the fastest of d, 1.33 d and 2 d at 50257 x 768 in
+  the band), or every row of R (the full algorithm) where
   N - m <= 32 d and R's rows take at most 1 MiB (small matrices, as the
   tests'). Every slot holds its W's rows: W = R at 16384 x 512 would
   stream 1 GB of rows per iteration at B = 32, where K = 640 rows make the

@@ -247,8 +247,8 @@ class Feed:
     the band's slow LPs). The mean over finished chains was tried: the
     chains that finish first need few runs, and the ETA came out 35-45 %
     short mid-run on paper-size Figure 1. Kept up to date per chain
-    (`_refresh`): recomputed over all 200 chains at every progress update
-    it cost 1.7-3.3 ms, 10-20 s of a 6000-LP run."""
+    (`_refresh`): recomputed over all chains at every progress update it
+    cost a noticeable share of a 6000-LP run."""
     total = collections.Counter(self.ran)
     for m, share in self.remaining.items():
       total[m] += max(share, 0.0)

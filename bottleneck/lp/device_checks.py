@@ -1,9 +1,9 @@
 """The host checks' passes over A and their largest float64 products, on the
 accelerator that iterates the LP.
 
-Beside a GPU the stream waits on the host's float64 checks (paper-size
-Figure 1 on the H200 of benchmarks/RESULTS.md: 59 of its 85 s), and most
-of their time is products that an accelerator does in microseconds:
+Beside a GPU the stream waits on the host's float64 checks (most of
+paper-size Figure 1's stream on an H200), and most of their time is
+products that an accelerator does in microseconds:
 
 - `scores`: fl32(A fl32(x)) for up to `MatrixFacts.score_slots` points at
   once, the float32 pass that ranks rows (certificates._rest_candidates,
@@ -131,12 +131,10 @@ class DeviceA:
 
   def warm_up(self, parallel: bool = True) -> None:
     """Runs every call once on blank inputs in background threads (once:
-    a second call does nothing), so their compiles (seconds on a GPU;
-    2.8 s on the 2-core CPU of benchmarks/RESULTS.md at 50257 x 768) do
-    not hold the first checks. A stage is ready once its calls have run
-    (STAGES: the order the checks first need them; on the H100, waiting
-    for all of them held the first checks of paper-size Figure 1 for
-    ~10 s), and the calls compile concurrently (`parallel`; XLA's
+    a second call does nothing), so their compiles (seconds) do not hold
+    the first checks. A stage is ready once its calls have run (STAGES:
+    the order the checks first need them; waiting for all of them held
+    the first checks on an H100), and the calls compile concurrently (`parallel`; XLA's
     compiles release the GIL), their seconds in `warm_up_seconds`. A
     `scores`-stage call that fails (a backend without a pinned float32
     dot, say) sets `error`; a `dual`-stage one sets `dual_error` (`fits` is

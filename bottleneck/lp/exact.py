@@ -78,8 +78,8 @@ def solve(a, subset, y, method: str = "rowgen", solver: str = "ipm",
   variables leave the reduced LP unbounded), doubles them while the reduced
   LP is unbounded, then adds violated rows until none is left. `start_x`: an
   embedding [d] (e.g. another solver's optimum) whose largest logits give
-  the first rows instead (on Gemma 3's band 1 round of ~30 s instead of
-  40+ minutes); the answer is still the whole LP's, since it stops only
+  the first rows instead (on Gemma 3's band one round instead of many);
+  the answer is still the whole LP's, since it stops only
   once no row is violated.
   """
   checks.one_of("method", method, ("rowgen", "full"))

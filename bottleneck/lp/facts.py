@@ -14,8 +14,8 @@ from bottleneck import linalg
 from bottleneck.lp import polish
 
 # `prime` scores this many points or fewer by one GEMV each: OpenBLAS's
-# SGEMM with 2-3 columns costs more than as many GEMVs (50257 x 768, one
-# thread: 2 points 35 ms against 2 x 13, 4 points 38-41 against 4 x 13).
+# SGEMM with 2-3 columns costs more than as many GEMVs (one thread, 50257
+# x 768).
 GEMV_POINTS = 3
 
 
@@ -105,8 +105,7 @@ class MatrixFacts:
   def scores(self, x) -> np.ndarray:
     """A x in A's own precision, to rank rows (not a bound: the float64
     products are `polish.matvec`'s); a float32 A's GEMV reads half the
-    bytes of its float64 copy (50257 x 768: 7 ms against 12-19; 18 ms on
-    the one BLAS thread of topm's host checks). The last x's scores are
+    bytes of its float64 copy. The last x's scores are
     kept: a check ranks the rows at one x for its vertex and again for its
     dual polish. Returns a copy the caller may modify."""
     x = np.asarray(x, self.source.dtype)
@@ -119,8 +118,7 @@ class MatrixFacts:
 
   def prime(self, xs) -> None:
     """The scores of several points in one GEMM (reads A once, where a
-    GEMV per point reads it once each: 50257 x 768, 15 points, one BLAS
-    thread: 25 ms against 15 x 18 ms), kept for `scores` (at most
+    GEMV per point reads it once each), kept for `scores` (at most
     `score_slots` of them: prime no more at once)."""
     xs = np.asarray(xs, self.source.dtype)
     if self.device is not None:  # One call: B x N float32 back.
@@ -150,8 +148,8 @@ class MatrixFacts:
   def _cached(self, key: bytes, compute):
     """LRU over the factors of recently checked subsets (an instance is
     checked several times), at most `cache_bytes` in all: a null basis is
-    d^2 float64 (3 MB at d = 640), and 64 of them were 0.2 GB of a
-    262144 x 640 run's 2.1 GB; recomputing one costs ~10 ms."""
+    d^2 float64 (3 MB at d = 640), and an unbounded cache held a tenth of
+    a 262144 x 640 run's memory; recomputing one is cheap."""
     if key not in self._qr:
       value = compute()
       self._qr[key] = value
@@ -165,8 +163,7 @@ class MatrixFacts:
     """A x in float64, on every row or on `rows`: one pass on the
     accelerator where the checks' products go there (`device`), else
     polish.matvec (by row blocks of a float32 A), or for fewer than half
-    the rows those rows gathered (50257 x 768, a feasible check inside a
-    240-LP sweep: 245 -> 31 ms). Either way each a_j . x is within gamma_d
+    the rows those rows gathered. Either way each a_j . x is within gamma_d
     |a_j| |x| of the exact product (any summation order), so the checks
     may bound it (check_feasible, check_unbounded) as well as rank by it
     (lp.finish)."""
@@ -192,8 +189,8 @@ class MatrixFacts:
 
   def least_squares_t(self, subset, v) -> np.ndarray:
     """argmin |A_S^T lam - v| through the cached QR (the one the polish
-    and `rowspace` factor already; lstsq's SVD took 6 ms of a 65 ms
-    INFEASIBLE check at 50257 x 768), by lstsq where R is near singular."""
+    and `rowspace` factor already; lstsq's own SVD was a tenth of an
+    INFEASIBLE check), by lstsq where R is near singular."""
     q, r = self.qr(subset)
     diag = np.abs(np.diag(r))
     if diag.size and diag.min() > 1e-12 * diag.max():

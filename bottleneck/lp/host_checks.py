@@ -30,9 +30,9 @@ from bottleneck.lp import (bracket, certificates, chain_feed, chains, finish,
 
 # In the stream's idle tail an instance open at this many first checks'
 # age gets its exact finish at once rather than at `finish_after`: one slow
-# instance there holds the whole run (paper-size Figure 1, 1200 LPs: an
-# INFEASIBLE one at m = 115 left open by ADMM until age 1600, decided from
-# its age-400 iterate in 2.8 s instead of 8.1 s).
+# instance there holds the whole run (paper-size Figure 1: an INFEASIBLE
+# one left open by ADMM until age 1600 is decided sooner from an earlier
+# iterate).
 IDLE_FINISH = 4
 
 
@@ -266,8 +266,8 @@ class Carry:
   def _check(self, jobs, prep=None) -> list:
     """Checks (child, embedding) pairs in float64, scored together by
     GEMMs of up to `score_slots` points (MatrixFacts.prime: a GEMM's cost
-    is mostly its pass over A; 50257 x 768, one BLAS thread, 45 ms for 7
-    points, 80 ms for 41); certified ones go to `ready`. Returns (child,
+    is mostly its pass over A, so more points cost little more);
+    certified ones go to `ready`. Returns (child,
     the point checked: the embedding moved onto A_S x = y) of those that
     failed. `prep`: seconds already spent on a child's embedding."""
     facts, queue = self.checks.facts, self.checks.queue

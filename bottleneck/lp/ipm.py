@@ -3,10 +3,9 @@
 The same Mehrotra predictor-corrector as `finish._ipm` (Nocedal & Wright,
 Alg. 14.3, inequality form min t over w = (z, t) s.t. F w <= h, |z|_inf <=
 B), as one jitted, bounded `lax.while_loop`. Beside an accelerator the
-exact finish is what holds a trained head's figure: on the H200 of
-benchmarks/RESULTS.md, Gemma 3's 71 finishes took 245 s of its 396 s
-stream on the host, almost all of it the (d - m + 1)^2 normal equations
-F^T D F of each iteration. Nothing it returns is trusted (the caller
+exact finish is what holds a trained head's figure: on a GPU machine
+Gemma 3's finishes took most of its stream on the host, almost all of it
+the (d - m + 1)^2 normal equations F^T D F of each iteration. Nothing it returns is trusted (the caller
 certifies x_W and the duals in float64 on the host), so where it runs
 changes no verdict's proof.
 

@@ -16,28 +16,24 @@ def first_check_age(settings: admm.Settings, n: int, d: int,
   """The age of an instance's first host check: 100, or 200 where a check
   (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
   working set). A failed check costs its time and an early success saves
-  iterations: on the 2-core CPU of benchmarks/RESULTS.md, 200 made 32
-  instances of 50257 x 768 (K = 1024) at m = 95, 105, 120 14-29 % faster,
-  100 kept the report's 8192 x 256 sweep (K = N - m, every row) 28 %
-  faster."""
+  iterations: on a 2-core CPU, 200 made the band's instances at 50257 x
+  768 faster, and 100 the report's 8192 x 256 sweep (every row in the
+  working set)."""
   k = admm.working_set_size(settings, n, d, m_pad)
   return 200 if d * d > 64 * k else 100
 
 
-# BLAS threads of the host checks beside an accelerator. On the H100
-# machine of benchmarks/RESULTS.md (16 cores), 1200 LPs of paper-size
-# Figure 1: 141 s with OpenBLAS's default of 16 threads (an INFEASIBLE
-# check's median 1.07 s), 38.2 s with 1 (0.13 s), 24.5 s with 4 (0.10 s).
+# BLAS threads of the host checks beside an accelerator. On a 16-core H100
+# machine OpenBLAS's default of 16 threads made paper-size Figure 1 several
+# times slower than 1 thread; 4 was the fastest.
 ACCELERATOR_BLAS_THREADS = 4
 
 
 def host_blas_threads(mesh) -> int:
   """BLAS threads for the float64 host checks (polish, certificates,
   lp.finish), which run one at a time beside the devices' iterations.
-  CPU devices: one, XLA's iterations use the cores (on the 2-core CPU of
-  benchmarks/RESULTS.md two threads made the checks slower: lp.finish on
-  Gemma 3's head 1.9x, polish.dual 1.7x, a 240-LP sample of paper-size
-  Figure 1 89 -> 69 s with one). Accelerators: ACCELERATOR_BLAS_THREADS
+  CPU devices: one, XLA's iterations use the cores (on a 2-core CPU two
+  threads made the checks and the finish slower). Accelerators: ACCELERATOR_BLAS_THREADS
   (at most the host's cores)."""
   if mesh.devices.flat[0].platform == "cpu":
     return 1
@@ -56,8 +52,7 @@ DEVICE_CHECKS_MIN = 16
 # Seconds of exact finishes on the host in one solve, beside an
 # accelerator, after which they run on the device (lp.ipm). A device loop
 # compiles once per shape bucket (seconds each), which paper-size Figure 1's
-# few finishes (5, 3.4 s on the H200's host) would not pay back; Gemma 3's
-# band (71, 245 s there) would.
+# few finishes would not pay back; Gemma 3's band (many) would.
 DEVICE_FINISH_AFTER = 20.0
 
 

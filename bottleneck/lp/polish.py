@@ -31,8 +31,8 @@ from bottleneck import linalg
 
 # `project` keeps up to this many float64 row blocks of A_K (linalg.host_rows:
 # ~8 MiB each) for its refinement's residuals, which would otherwise gather
-# and widen them again, each (d = 768, m = 96, one core: ~4 ms a residual,
-# 3 residuals a call; a wider support is gathered again, as before).
+# and widen them again for each residual (a wider support is gathered
+# again).
 KEPT_BLOCKS = 2
 
 
@@ -123,8 +123,8 @@ def null_coords(reflectors, c_dxk, dtype=np.float64) -> np.ndarray:
   """Z^T C [d - m, k] for Z = the last d - m columns of the Q whose
   Householder form (reflectors, tau) scipy.linalg.qr(A_S^T, mode='raw')
   gives (MatrixFacts.householder): an orthonormal basis of null(A_S),
-  applied by LAPACK's ormqr without forming Q (d = 768, m = 120,
-  k = 1298, one core: 14 ms, where forming Z and multiplying took 51), in
+  applied by LAPACK's ormqr without forming Q (several times faster than
+  forming Z and multiplying), in
   `dtype` (float32: sormqr on a rounded copy of the reflectors)."""
   from scipy.linalg import lapack  # pylint: disable=g-import-not-at-top
   qr, tau = (np.asarray(r, dtype, order="F") for r in reflectors)
@@ -175,9 +175,8 @@ def project(a, subset, mu, x=None, support_factor: float = 2.0,
   `dtype`: the precision of B, its Gram and the corrections. float32 (the
   default) leaves B mu = e to ~1e-7 instead of ~1e-15; nothing here is
   trusted, the global certificate's float64 enclosure absorbs that, and on
-  the 2-core CPU of benchmarks/RESULTS.md it halves the time of the
-  products and factorizations (50257 x 768, m = 120-150, one BLAS thread:
-  a call 107 -> 72-80 ms). The result is refined in float64 (the residual of
+  a CPU it nearly halves the time of the products and factorizations. The
+  result is refined in float64 (the residual of
   B mu = e from A_K^T mu, B never formed in float64) to the float64 path's
   dual value. Beside a GPU (MatrixFacts.device) the loop runs there in
   float64 (lp.device_checks.DeviceA.project) for supports its compiled

@@ -41,7 +41,7 @@ def zero_rows(facts, subset) -> list[int]:
 
 def special_subsets(facts, instances) -> dict[int, tuple[list, list]]:
   """{instance: (its repeated_rows, its zero_rows)} where it has either (a
-  cheap scan: 0.05 s for paper-size Figure 1's 6000 instances)."""
+  cheap scan)."""
   out = {}
   for k, it in enumerate(instances):
     pairs, zeros = repeated_rows(facts, it.subset), zero_rows(facts, it.subset)

@@ -46,9 +46,9 @@ def prepare(a_nxd, dtype=jnp.float32) -> tuple[Shared, Basis]:
   scale = float(np.sqrt(np.trace(gram) / a.shape[0]))  # RMS row norm.
   lam, v = np.linalg.eigh(gram / scale**2)
   colsum = np.zeros(a.shape[1])
-  # The rotation in the iterations' dtype, in which it is stored (at 262144
-  # x 640 prepare took 6.3 s with float64 products rounded to float32, 3.3
-  # with float32 ones); the colsum is the stored rows' own.
+  # The rotation in the iterations' dtype, in which it is stored (float64
+  # products rounded to float32 took twice as long at 262144 x 640); the
+  # colsum is the stored rows' own.
   v_scaled = (v / scale).astype(dtype)
   a_rot = jnp.zeros(a.shape, dtype)
   for start in range(0, a.shape[0], rows):

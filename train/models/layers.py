@@ -77,9 +77,7 @@ def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
   Queries go QUERY_BLOCK at a time against only the keys they may see
   (up to the block's last query; from its first query's window start), so
   a 1024-token window computes 10/16 of the causal score matrix, fewer with
-  a sliding window (4 x 1024 tokens, one-process A/B of
-  benchmarks/forward_parts.py: Gemma 3 7.5 -> 7.1 s, SmolLM2 8.7 -> 8.5 s);
-  each block's softmax is exact (it holds every key its queries see)."""
+  a sliding window (benchmarks/forward_parts.py times it); each block's softmax is exact (it holds every key its queries see)."""
   b, t, h, d = q_bthd.shape
   kv = k_btkd.shape[2]
   q = q_bthd.reshape(b, t, kv, h // kv, d)

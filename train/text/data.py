@@ -111,7 +111,7 @@ def synthetic_stories(n: int, seed: int = 0) -> list[str]:
   """
   rng = np.random.default_rng(seed)
 
-  def pick(words):  # n draws at once (one Python call per story was 1 s).
+  def pick(words):  # n draws at once (not one Python call per story).
     p = 1.0 / np.arange(1, len(words) + 1) ** 1.1
     return np.asarray(words)[rng.choice(len(words), n, p=p / p.sum())]
 
