@@ -99,11 +99,18 @@ def _figure3(s, cfg):
   d = np.array([r["d"] for r in regime], float)
   m = np.array([r["m_star_lp"] for r in regime], float)
   slope = float(d @ m / (d @ d))
-  ours += f"; over N/d >= 15 only: {slope:.3f} d"
+  ratio = m / d
+  trend = ("rising" if np.all(np.diff(ratio) > 0) else "falling" if
+           np.all(np.diff(ratio) < 0) else "not monotone")
+  ours += (f"; over N/d >= 15 only: {slope:.3f} d, m*/d {ratio[0]:.3f} "
+           f"(d = {d[0]:.0f}) .. {ratio[-1]:.3f} (d = {d[-1]:.0f}), "
+           f"{trend}")
   if abs(slope - 0.2) <= 0.04:
     return ours, scale, SMALLER
-  return ours, scale, (f"{DISAGREES}: {slope:.3f} d where N/d >= 15 (N = "
-                       f"{rows[0]['N']}; the paper: N = 32000, d to 2048)")
+  return ours, scale, (
+      f"{DISAGREES}: {slope:.3f} d where N/d >= 15, m*/d {trend} with d "
+      f"(N = {rows[0]['N']}; the paper: N = 32000, d to 2048; a d/5 line "
+      "fitted through 0 over its range weighs its largest d most)")
 
 
 def _natural(s, cfg):

@@ -133,9 +133,9 @@ def figure3(config, outdir: str) -> Section:
       "as not selectable, `m_star_lp_upper` as selectable. Each sweep has "
       f"its own subsets: {_sweep_reading(rows_d, 'd', f'd (N = {c.N_fixed})')}"
       f"; {_sweep_reading(rows_n, 'N', f'N (d = {c.d_fixed})')}. A line "
-      f"through 0 fitted to the d sweep gives m* = {slope:.3f} d, but m*/d "
-      "is not constant across it (the paper's m ~ d/5 is for d << N, "
-      "N = 32000; at GPT-2 size its Figure 1 gives ~95 = 0.12 d).",
+      f"through 0 fitted to the d sweep gives m* = {slope:.3f} d (the "
+      "paper's m ~ d/5 is for d << N at N = 32000; at GPT-2 size its "
+      "Figure 1 gives ~95 = 0.12 d). " + regime_note(rows_d),
       table(rows_d), table(rows_n),
       figure(plots.sweep_fit(c.d_values, by_d, "d (embedding width)", slope,
                              f"Figure 3: m* vs d (N = {c.N_fixed})",
@@ -202,6 +202,15 @@ def natural_verdict(natural, uniform, spread, eps: float) -> str:
             f"{why}{reading}.")
   return (f"**Disagrees with seed 001 App. D** ({PAPER_NATURAL}): {counts}."
           f" {why}{reading}.")
+
+
+def regime_note(rows_d) -> str:
+  """Whether this d sweep is in the paper's regime (d << N: N/d >= 15)."""
+  low = min(r["N_over_d"] for r in rows_d)
+  if low >= 15:
+    return f"Every width here has N/d >= {low:.0f}: the paper's regime."
+  return (f"N/d falls to {low:.1f} here, outside the paper's d << N "
+          "(N/d >= 15 at its largest d): `--scale=full` runs N = 32000.")
 
 
 def natural_targets(config, outdir: str) -> Section:
