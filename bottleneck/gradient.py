@@ -332,6 +332,59 @@ def rank_vs_tokens(h_txd, w_vxd, b_v, y_t, counts) -> list[dict]:
 _logit_gradients_jit = jax.jit(logit_gradients)
 
 
+class StreamedRank:
+  """Fig. 2's rank of a [T, V] matrix fed by row chunks, in O(V r) memory
+  (r the rank so far): |diag R| of a QR of G^T, row by row, is each row's
+  distance from the span of the rows before it; a chunk's rows are first
+  projected off the basis Q [V, r] of the earlier rows (twice, for
+  float64 orthogonality), then a QR of the chunk's residuals gives their
+  distances from each other. Rows whose distance exceeds `tol` add their
+  direction to Q. `ranks` holds the rank after every row. Equals
+  empirical_rank's count up to rows within rounding of `tol`."""
+
+  def __init__(self, v: int, tol: float = 1e-6):
+    self.tol, self.q = tol, np.zeros((v, 0))
+    self.ranks: list[int] = []
+
+  def add(self, g_cxv) -> None:
+    g = np.asarray(g_cxv, np.float64)
+    for _ in range(2):
+      g = g - (g @ self.q) @ self.q.T
+    qc, r = np.linalg.qr(g.T)
+    new = np.abs(np.diag(r)) > self.tol
+    self.q = np.hstack([self.q, qc[:, new]])
+    start = self.ranks[-1] if self.ranks else 0
+    self.ranks += (start + np.cumsum(new)).tolist()
+
+
+def rank_vs_tokens_streamed(h_txd, w_vxd, b_v, y_t, counts,
+                            chunk: int = 512) -> list[dict]:
+  """rank_vs_tokens for T up to several V (Fig. 2 past T = V): G's rows
+  formed `chunk` at a time and fed to a StreamedRank, never [T, V] whole;
+  once the rank is V no row can add to it and the rest are not formed.
+  G's rows sum to 0 in exact arithmetic (softmax - one-hot: rank <= V - 1);
+  in float32 that last direction is ~1e-7 per entry, which the paper's
+  1e-6 threshold on |diag R| may count, as it does for rank_vs_tokens."""
+  _check(h_txd, w_vxd, b_v, y_t)
+  h, y = np.asarray(h_txd), np.asarray(y_t)
+  counts = sorted(int(n) for n in counts if 0 < n <= len(h))
+  if not counts:
+    return []
+  w = jnp.asarray(w_vxd, jnp.float32)
+  b = None if b_v is None else jnp.asarray(b_v, jnp.float32)
+  v = w.shape[0]
+  rank = StreamedRank(v)
+  for i in range(0, counts[-1], chunk):
+    if rank.ranks and rank.ranks[-1] == v:
+      break
+    j = min(i + chunk, counts[-1])
+    rank.add(_logit_gradients_jit(jnp.asarray(h[i:j], jnp.float32), w, b,
+                                  jnp.asarray(y[i:j])))
+  at = lambda n: rank.ranks[n - 1] if n <= len(rank.ranks) else v
+  return [{"tokens": n, "rank": at(n), "max_rank": int(min(n, v))}
+          for n in counts]
+
+
 def subspace_ratios(h_txd, w_vxd, b_v, y_t, draws: int = 5,
                     seed: int = 0) -> dict:
   """Eq. (10) on the same logit gradients G [T, V] for the trained head and

@@ -159,6 +159,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.probes.lp_d = at(32, 256, 768)  # App. D LP: width.
   c.probes.lp_m = at("2,6", "20..60:10", "10..120:10")  # App. D LP: m.
   c.probes.lp_trials = at(3, 12, 100)  # App. D LP: subsets per m.
+  # Seed 002 Fig. 2 past T = V: the gradients' rank over this many positions
+  # (the probe model's V = 4096; 0: only the first 2048, as before).
+  c.probes.rank_tokens = at(512, 0, 8192, full=8192)
 
   # Every probe on real LLMs side by side (train/report/real_llm.py, the
   # comparison of train/probes/compare.py): seeds 001-003.

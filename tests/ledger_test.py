@@ -79,6 +79,17 @@ class LedgerTest(absltest.TestCase):
     self.assertStartsWith(row(s, "Fig. 6, eq. (10)")["verdict"],
                           "disagrees")
 
+  def test_gradient_rank_past_v(self):
+    long = lambda ranks: [{"tokens": t, "rank": r, "max_rank": min(t, 64)}
+                          for t, r in zip((32, 64, 128), ranks)]
+    s = {"gradient": {"probe": {"norm_ratio": 0.99, "D_over_V": 0.125,
+                                "V": 64, "rank_vs_tokens_long":
+                                    long((32, 63, 64))}}}
+    self.assertEqual(row(s, "Fig. 2")["verdict"], ledger.SMALLER)
+    s["gradient"]["probe"]["rank_vs_tokens_long"] = long((32, 50, 50))
+    self.assertEqual(row(s, "Fig. 2")["verdict"],
+                     "disagrees: 78.1% of min(T, V) at T = 128")
+
   def test_verdict_sentences_of_the_sections(self):
     from tests import verdicts_test  # pylint: disable=g-import-not-at-top
     s = {"spamlang": {"rows": verdicts_test.spam_rows([0.01, 3.7])}}

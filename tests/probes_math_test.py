@@ -195,6 +195,18 @@ print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
     ranks = gradient.rank_vs_tokens(h, w, b, y, [5, 20, 40])
     for r in ranks:
       self.assertEqual(r["rank"], np.linalg.matrix_rank(g[:r["tokens"]]))
+    # Streamed past T = V (chunks of 7 rows; 40 > V = 30): the same ranks
+    # as numpy's SVD, and as one QR of all of G.
+    streamed = gradient.rank_vs_tokens_streamed(h, w, b, y, [5, 20, 29, 40],
+                                                chunk=7)
+    for r in streamed:
+      self.assertEqual(r["rank"], np.linalg.matrix_rank(g[:r["tokens"]]),
+                       r)
+    self.assertEqual([r["rank"] for r in streamed[:2]],
+                     [r["rank"] for r in ranks[:2]])
+    wide = _head(64, 300, 12, seed=5)  # T < V: every row independent.
+    self.assertEqual([r["rank"] for r in gradient.rank_vs_tokens_streamed(
+        *wide, [16, 64], chunk=10)], [16, 64])
     eff = gradient.update_efficiency(h, w, b, y, [0.001, 0.01])
     self.assertLess(eff["logit_gradient"][0], eff["hidden_gradient"][0])
     self.assertLess(eff["logit_gradient"][0], eff["loss0"])

@@ -16,6 +16,20 @@ from train.probes.forward import Pass, position_cap
 
 
 RANDOM_HEAD_ENTRIES = 1 << 24  # Largest V x D given a Gaussian twin.
+LONG_RANK_MAX_V = 8192  # Largest V whose Fig. 2 rank runs past T = V.
+
+
+def long_rank_reading(rows, v: int) -> str:
+  """Seed 002 Fig. 2 ("logit gradients are near full-rank in practice"):
+  the rank of the logit gradients as a share of min(T, V) at the largest T
+  measured, and whether T got past V."""
+  last = rows[-1]
+  said = ", ".join(f"T = {r['tokens']}: {r['rank']}" for r in rows)
+  share = last["rank"] / min(last["tokens"], v)
+  past = ("" if last["tokens"] >= v else
+          f"; T stays below V = {v}, so the rank past V is untested")
+  return (f"rank of the logit gradients {said}: {share:.1%} of min(T, V) "
+          f"at T = {last['tokens']}{past}.")
 
 
 def destroyed_reading(out: dict) -> str:
@@ -44,7 +58,7 @@ def destroyed_reading(out: dict) -> str:
 
 
 def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
-                   budget_bytes: int = 1 << 27):
+                   budget_bytes: int = 1 << 27, rank_tokens: int = 0):
   """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8."""
   if pass_.cos is None:
     raise ValueError("the gradient probe needs a Pass run with "
@@ -56,7 +70,8 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
   per_token = np.sqrt(np.clip(1.0 - pass_.cos.astype(np.float64) ** 2, 0.0,
                               1.0))
   out = {"norm_ratio": float(np.sqrt(lost_sq)), "squared_ratio": lost_sq,
-         "mean_cosine": s["cos_sum"] / n, "tokens": n, "D_over_V": d / v,
+         "mean_cosine": s["cos_sum"] / n, "tokens": n, "V": v,
+         "D_over_V": d / v,
          "random_direction_ratio": float(np.sqrt(1.0 - d / v)),
          "per_token_quantiles": {
              q: float(np.quantile(per_token, q)) for q in (0.05, 0.5, 0.95)},
@@ -72,6 +87,12 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
   if v * d <= RANDOM_HEAD_ENTRIES:  # A QR of a [V, D] Gaussian: small heads.
     out["random_head"] = gradient.subspace_ratios(h, w, b, y)
+  if rank_tokens and v <= LONG_RANK_MAX_V:  # Fig. 2 past T = V, streamed.
+    n = min(rank_tokens, pass_.tokens)
+    counts = sorted({c for c in (512, 1024, 2048, 4096, 8192, 16384, v, n)
+                     if c <= n})
+    out["rank_vs_tokens_long"] = gradient.rank_vs_tokens_streamed(
+        pass_.h[:n], w, b, pass_.targets[:n], counts)
   out.update(subset_tokens=k, rank_vs_tokens=ranks, efficiency=eff,
              profile={key: np.asarray(val).tolist()
                       for key, val in prof.items()})

@@ -165,6 +165,22 @@ def _gradient(s, cfg):
   return ours, "the report's probe model", verdict
 
 
+def _long_rank(s, cfg):
+  rows = [(n, r) for n, r in s.items() if isinstance(r, dict)
+          and r.get("rank_vs_tokens_long")]
+  if not rows:
+    return "-", "-", f"{NOT_RUN}: probes.rank_tokens = 0 at this scale"
+  name, r = rows[0]
+  last, v = r["rank_vs_tokens_long"][-1], r["V"]
+  ours = ", ".join(f"T = {x['tokens']}: {x['rank']}"
+                   for x in r["rank_vs_tokens_long"])
+  scale = f"{name}, V = {v}" + (", T < V" if last["tokens"] < v else "")
+  share = last["rank"] / min(last["tokens"], v)
+  return ours, scale, (SMALLER if share >= 0.99 else
+                       f"{DISAGREES}: {share:.1%} of min(T, V) at T = "
+                       f"{last['tokens']}")
+
+
 def _real(s, key):
   """(name, numbers[key]) of every real LLM of the real_llm section."""
   return [(n, m[key]) for n, m in s["models"].items() if key in m]
@@ -321,6 +337,8 @@ CLAIMS = (
           "destroyed", "gradient", _gradient),
     Claim("002", "Fig. 6 on real LLMs", "95-99 %", "real_llm",
           _gradient_real),
+    Claim("002", "Fig. 2", "logit gradients near full rank, min(T, V), "
+          "while the head passes rank D", "gradient", _long_rank),
     Claim("002", "Fig. 1 (§3.1)", "D = 4096 reaches D = 32's final loss "
           "in 16x fewer tokens", "lowrank", _lowrank),
     Claim("002", "Fig. 14 (§3.2)", "SpamLang: low-rank loss rises with V, "

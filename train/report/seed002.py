@@ -27,7 +27,8 @@ def gradient_bottleneck(config, outdir: str) -> Section:
   rows, figs, numbers = [], [], {}
   for subject in _subjects(config, outdir):
     out, figures = gradient.gradient_probe(subject, text_pass(
-        subject, "", c.windows, config.seed, gradient_sums=True))
+        subject, "", c.windows, config.seed, gradient_sums=True),
+                                           rank_tokens=c.rank_tokens)
     numbers[subject.name] = out
     rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
                  "D": subject.cfg.n_embd, "D_over_V": out["D_over_V"],
@@ -48,6 +49,9 @@ def gradient_bottleneck(config, outdir: str) -> Section:
       "**Against dimension counting**: " + " ".join(
           f"{name}: {gradient.destroyed_reading(out)}"
           for name, out in numbers.items()),
+      *[f"**Fig. 2 past T = V** ({name}): " + gradient.long_rank_reading(
+          out["rank_vs_tokens_long"], out["V"])
+        for name, out in numbers.items() if "rank_vs_tokens_long" in out],
       f"Update efficiency (Fig. 8), loss change after moving the logits by "
       f"1% of their norm: along the logit gradient "
       f"{eff['logit_gradient'][2] - eff['loss0']:+.4f}, along grad_H W^T "
