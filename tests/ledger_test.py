@@ -45,7 +45,7 @@ class LedgerTest(absltest.TestCase):
     self.assertStartsWith(row(s, "Fig. 3")["verdict"], "cannot tell")
     s = {"figure3": {"by_d": by_d(32000, (128, 256, 512), 0.2),
                      "slope": 0.2}}
-    self.assertEqual(row(s, "Fig. 3")["verdict"], ledger.SMALLER)
+    self.assertStartsWith(row(s, "Fig. 3")["verdict"], ledger.SMALLER)
     s = {"figure3": {"by_d": by_d(32000, (128, 256, 512), 0.12),
                      "slope": 0.12}}
     self.assertStartsWith(row(s, "Fig. 3")["verdict"], "disagrees: 0.119")

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from bottleneck import bounds, prescribed, topm
+from bottleneck import bounds, prescribed, stats, topm
 from bottleneck.io import cli, matrices, plots
 from bottleneck.lp import admm
 from train.text import corpora
@@ -114,7 +114,8 @@ def figure3(config, outdir: str) -> Section:
            for n in c.N_values]
   by_d, by_n = [r.lower for r in res_d], [r.lower for r in res_n]
   d_arr = np.asarray(c.d_values, float)
-  slope = float(np.dot(d_arr, by_d) / np.dot(d_arr, d_arr))
+  slope = stats.slope_through_zero(d_arr, by_d)
+  interval = stats.bootstrap_slope(d_arr, by_d, seed=config.seed)
   closed_d = bounds.m_star(c.N_fixed, np.asarray(c.d_values))
   closed_n = bounds.m_star(np.asarray(c.N_values), c.d_fixed)
   rows_d = [{"N": c.N_fixed, "d": d, "N_over_d": c.N_fixed / d,
@@ -133,7 +134,8 @@ def figure3(config, outdir: str) -> Section:
       "as not selectable, `m_star_lp_upper` as selectable. Each sweep has "
       f"its own subsets: {_sweep_reading(rows_d, 'd', f'd (N = {c.N_fixed})')}"
       f"; {_sweep_reading(rows_n, 'N', f'N (d = {c.d_fixed})')}. A line "
-      f"through 0 fitted to the d sweep gives m* = {slope:.3f} d (the "
+      f"through 0 fitted to the d sweep gives m* = {slope:.3f} d (90 % "
+      f"bootstrap over its widths: {interval[0]:.3f} .. {interval[1]:.3f}; the "
       "paper's m ~ d/5 is for d << N at N = 32000; at GPT-2 size its "
       "Figure 1 gives ~95 = 0.12 d). " + regime_note(rows_d),
       table(rows_d), table(rows_n),
@@ -148,7 +150,8 @@ def figure3(config, outdir: str) -> Section:
              "figure3_n.png", "LP m* against the vocabulary size N at "
              "fixed d, with the closed-form m*.")])
   return Section("Figure 3: LP m* vs d and N (random OPMs)", body,
-                 {"by_d": rows_d, "by_n": rows_n, "slope": slope},
+                 {"by_d": rows_d, "by_n": rows_n, "slope": slope,
+                  "slope_interval": list(interval)},
                  ["figure3_d.png", "figure3_n.png"])
 
 
@@ -271,19 +274,12 @@ PAPER_TRAINED = ("the paper: GPT-2's trained head selects like a random "
                  "one of its size, Fig. 1 solid vs dotted")
 
 
-def two_proportion_z(k1: int, n1: int, k2: int, n2: int) -> float:
-  """z of the pooled two-proportion test of k1/n1 against k2/n2."""
-  p = (k1 + k2) / (n1 + n2)
-  se = math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
-  return 0.0 if se == 0 else (k1 / n1 - k2 / n2) / se
-
-
 def trained_verdict(curves: dict) -> str:
   """Trained against its Gaussian twin (the first two curves: name ->
   records over m): a pooled two-proportion test at each m (5 %, two-sided,
   |z| > 1.96), and on which side the trained fractions lie."""
   (name_a, a), (name_b, b) = list(curves.items())[:2]
-  zs = [(ra["m"], two_proportion_z(ra["feasible"], ra["trials"],
+  zs = [(ra["m"], stats.two_proportion_z(ra["feasible"], ra["trials"],
                                    rb["feasible"], rb["trials"]))
         for ra, rb in zip(a, b)]
   m, z = max(zs, key=lambda mz: abs(mz[1]))
