@@ -120,6 +120,17 @@ class LedgerTest(absltest.TestCase):
     self.assertStartsWith(row(s, "Fig. 6")["verdict"],
                           "cannot tell on probe model")
 
+  def test_row_norms_with_the_storage_noise(self):
+    stat = lambda std: {"norm_mean": 1.0, "norm_std": std}
+    s = {"real_llm": {"models": {
+        "a": {"rowstats": {"trained": stat(0.18), "random": stat(0.03),
+                           "quantisation": {"noise_rel_rms": 0.0003}}},
+        "b": {"rowstats": {"trained": stat(0.0005), "random": stat(0.03)}}}}}
+    r = row(s, "App. E on real LLMs")
+    self.assertEqual(r["verdict"], "disagrees on b; reproduced on a")
+    self.assertIn("a: 0.1800 (Gaussian 0.0300), of which Q8_0 rounding "
+                  "~0.0003", r["ours"])
+
   def test_absent_and_older_sections(self):
     rows = ledger.rows({}, report_config.get_config("quick").to_dict())
     self.assertLen(rows, len(ledger.CLAIMS) + len(ledger.MULTI))

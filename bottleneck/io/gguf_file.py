@@ -310,6 +310,52 @@ def tensor(t, path: str, check: bool = True) -> np.ndarray:
   return out.reshape(shape)
 
 
+# Q8_0: each block of 32 values is a float16 scale d and 32 int8 q, value
+# d q. llama.cpp rounds x / d_32 to the nearest q with d_32 = max|x| / 127
+# in float32 and then stores d_32 rounded to float16, so each stored value
+# is within d / 2 + 127 |d - d_32| <= (1/2 + 127 / 2048) d of the original
+# (float16's relative rounding: at most 2^-11).
+Q8_0_ERROR_PER_SCALE = 0.5 + 127 / 2048
+
+
+def row_error_bounds(t) -> np.ndarray | None:
+  """For a Q8_0 matrix tensor, per row [n_rows] float64: a bound on the
+  Euclidean distance between the stored row and the row it quantised
+  (sqrt(32 sum_b (c d_b)^2), c = Q8_0_ERROR_PER_SCALE, over the row's
+  blocks b); None for other storage types."""
+  if t.tensor_type.name != "Q8_0":
+    return None
+  n_rows = int(np.prod(t.shape[1:], dtype=np.int64))
+  raw = np.asarray(t.data).reshape(n_rows, -1)
+  blocks = raw.shape[1] // 34
+  scales = np.ndarray((n_rows, blocks), "<f2", raw, 0,
+                      (raw.strides[0], 34)).astype(np.float64)
+  return Q8_0_ERROR_PER_SCALE * np.sqrt(32.0 * np.sum(scales**2, axis=1))
+
+
+def row_norm_noise(t, w_vxd) -> np.ndarray | None:
+  """For a Q8_0 matrix tensor and its dequantised rows w [n_rows, D]: per
+  row, the standard deviation that rounding to the nearest q adds to the
+  row's norm, relative to the norm, to first order: errors uniform on
+  +-d_b / 2 move |w| by sum_i w_i e_i / |w|, variance sum_b d_b^2 / 12
+  sum_(i in b) w_i^2 / |w|^2. None for other storage types."""
+  if t.tensor_type.name != "Q8_0":
+    return None
+  n_rows = int(np.prod(t.shape[1:], dtype=np.int64))
+  raw = np.asarray(t.data).reshape(n_rows, -1)
+  blocks = raw.shape[1] // 34
+  scales = np.ndarray((n_rows, blocks), "<f2", raw, 0,
+                      (raw.strides[0], 34)).astype(np.float64)
+  out = np.empty(n_rows)
+  for i in range(0, n_rows, _DEQUANT_ROWS):
+    w = np.asarray(w_vxd[i:i + _DEQUANT_ROWS], np.float64)
+    per_block = (w.reshape(len(w), blocks, 32) ** 2).sum(-1)
+    sq = per_block.sum(1)
+    var = (scales[i:i + len(w)] ** 2 / 12 * per_block).sum(1) / sq
+    out[i:i + len(w)] = np.sqrt(var / sq)
+  return out
+
+
 def head_tensor(path: str, arg: str = "matrix") -> Tensor:
   """The output projection's tensor as stored: output.weight, else the
   tied token_embd.weight."""

@@ -18,8 +18,9 @@ import time
 import numpy as np
 
 from bottleneck import topm
-from bottleneck.io import cli, matrices, plots as io_plots
+from bottleneck.io import cli, matrices, plots as io_plots, zoo
 from bottleneck.lp import admm
+from train.models import loaders
 from train.probes import encoding, forward, gradient, head, plots, subjects
 from train.probes.registry import window_length
 
@@ -137,6 +138,9 @@ def probe_model(spec: str, s: Settings, progress=None,
   w = np.asarray(subject.head()[0])
   with timed("rowstats"):
     out["rowstats"] = _numbers(head.rowstats_probe(w, subject.name, s.seed))
+    if spec.partition(":")[0] in zoo.NAMES + ("gguf",):
+      out["rowstats"]["quantisation"] = head.quantisation(
+          loaders.path_of(spec)[1], w)
   targets = (head.natural_targets(subject, own, s.natural_positions)
              if s.lp_trials else None)
   out["seconds"]["forward"] = own.seconds["forward"] + ood.seconds["forward"]
@@ -348,6 +352,8 @@ def tables(results: dict) -> dict[str, list[dict]]:
                     f"{n['subject']['V']}"),
       row("App. E: row-norm std / mean, trained (Gaussian)",
           PAPER["rowstats"], lambda n: _ratio(n["rowstats"], "norm")),
+      row("App. E: row-norm spread Q8_0 storage adds (worst case)", "",
+          _quantisation),
       row("App. E: mean cosine of row pairs, trained (Gaussian)", "",
           lambda n: f"{_f(n['rowstats']['trained']['cos_mean'])} "
                     f"({_f(n['rowstats']['random']['cos_mean'], 2)})"),
@@ -360,6 +366,14 @@ def _ratio(stats, key):
   t, r = stats["trained"], stats["random"]
   return (f"{_f(t['norm_std'] / t['norm_mean'])} "
           f"({_f(r['norm_std'] / r['norm_mean'], 2)})")
+
+
+def _quantisation(n) -> str:
+  q = n["rowstats"].get("quantisation")
+  if not q:
+    return "-"
+  return (f"{_f(q['noise_rel_rms'])} ({_f(q['bound_rel_median'])}); "
+          f"unquantised ~{_f(q['unquantised_spread_est'])}")
 
 
 def _m_all(n) -> str:

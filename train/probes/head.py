@@ -6,6 +6,7 @@
   natural_targets   App. D: the model's own next-token distributions (top
                     `keep`) as prescribed probabilities for the LP
   rowstats_probe    App. E / Fig. 7: row norms and cosines vs random
+  quantisation      what a GGUF's Q8_0 storage can do to the row norms
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import head_stats
+from bottleneck.io import gguf_file
 from train.models import generate
 from train.probes import plots
 from train.probes.forward import (Pass, device_head, position_cap,
@@ -84,3 +86,26 @@ def rowstats_probe(w_vxd, label: str, seed: int = 0):
   hist = head_stats.row_histograms(w_vxd, seed)
   out["histograms"] = hist
   return out, {"rowstats": plots.rowstats({label: hist})}
+
+
+def quantisation(path: str, w_vxd) -> dict | None:
+  """For a head stored as Q8_0 in the GGUF at `path` (both offline LLMs'):
+  the row norms' relative spread against what the storage can do to them,
+  per row relative to its norm: the worst case (gguf_file.row_error_bounds)
+  and the standard deviation rounding adds (gguf_file.row_norm_noise).
+  None for other storage."""
+  t = gguf_file.head_tensor(path)
+  bound = gguf_file.row_error_bounds(t)
+  if bound is None:
+    return None
+  norms = head_stats.row_norms(w_vxd)
+  noise = gguf_file.row_norm_noise(t, w_vxd)
+  spread = float(norms.std() / norms.mean())
+  added = float(np.sqrt(np.mean(noise**2)))
+  return {"type": t.tensor_type.name, "norm_spread": spread,
+          "bound_rel_median": float(np.median(bound / norms)),
+          "noise_rel_rms": added,
+          # If the rounding is independent of the rows, the stored spread^2
+          # is the unquantised spread^2 plus the noise^2.
+          "unquantised_spread_est": float(np.sqrt(max(spread**2 - added**2,
+                                                      0.0)))}

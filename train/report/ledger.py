@@ -202,6 +202,21 @@ def _encoding_real(s, cfg):
       f"{DISAGREES}: below 0.8 for {', '.join(low)}" if low else REPRODUCED)
 
 
+def _rowstats_real(s, cfg):
+  """App. E: trained rows vary more in norm than a Gaussian's, with what
+  Q8_0 storage can add to the spread (head.quantisation)."""
+  parts, verdicts = [], {}
+  for n, r in _real(s, "rowstats"):
+    t, g = r["trained"], r["random"]
+    spread, gauss = t["norm_std"] / t["norm_mean"], g["norm_std"] / g[
+        "norm_mean"]
+    q = r.get("quantisation")
+    parts.append(f"{n}: {spread:.4f} (Gaussian {gauss:.4f})" + (
+        f", of which Q8_0 rounding ~{q['noise_rel_rms']:.4f}" if q else ""))
+    verdicts[n] = REPRODUCED if spread > gauss else DISAGREES
+  return "; ".join(parts), "row-norm std / mean", _per_subject(verdicts)
+
+
 def _appendix_a_real(s, cfg):
   named = _real(s, "cumulative")
   ours = "; ".join(f"{n}: {c['tokens_for_0.9_of_mean_curve']} (V = "
@@ -336,6 +351,8 @@ CLAIMS = (
           "(GPT-2, news)", "appendices", _appendix_a),
     Claim("001", "App. A on real LLMs", "~200 tokens for 0.9 (GPT-2)",
           "real_llm", _appendix_a_real),
+    Claim("001", "App. E on real LLMs", "trained rows vary more in norm "
+          "than a random matrix's", "real_llm", _rowstats_real),
     Claim("002", "Fig. 6, eq. (10)", "95-99 % of the logit gradient's norm "
           "destroyed", "gradient", _gradient),
     Claim("002", "Fig. 6 on real LLMs", "95-99 %", "real_llm",
