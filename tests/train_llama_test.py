@@ -18,7 +18,7 @@ import numpy as np
 from configs import base
 from train.models import build, loaders
 from train.text import data
-from train.training import init as init_lib, loss as loss_lib, trainer
+from train.training import init as init_lib, loss as loss_lib, metrics, trainer
 import tests
 from tests import families_test as fam
 
@@ -210,7 +210,7 @@ class LlamaTrainingTest(parameterized.TestCase):
     wd = self.create_tempdir().full_path
     summary = trainer.train_and_evaluate(
         llama_config(**{"train.steps": 40, "train.lr": 3e-3}), wd)
-    rows = trainer.read_metrics(f"{wd}/metrics.jsonl")
+    rows = metrics.read_metrics(f"{wd}/metrics.jsonl")
     losses = [r["loss"] for r in rows if "loss" in r]
     self.assertLess(np.mean(losses[-5:]), np.mean(losses[:5]) - 0.5)
     self.assertLess(summary["final_val_loss"], np.log(257) - 0.5)
@@ -236,7 +236,7 @@ class LlamaTrainingTest(parameterized.TestCase):
         "train.steps": 2, "train.warmup": 1})
     wd = os.path.join(tmp, "run")
     trainer.train_and_evaluate(config, wd)
-    first = trainer.read_metrics(f"{wd}/metrics.jsonl")[0]["loss"]
+    first = metrics.read_metrics(f"{wd}/metrics.jsonl")[0]["loss"]
     loader, _, _ = data.make_loaders(config)
     x, y = loader.batch(0)
     params, cfg, _ = loaders.load_gguf(path)
@@ -386,7 +386,7 @@ class KillResumeTest(absltest.TestCase):
     self.assertEqual(again.returncode, 0, again.stderr[-2000:])
     self.assertEqual(json.loads(again.stdout.splitlines()[-1])[
         "resumed_from"], 10)
-    losses = lambda wd: [r["loss"] for r in trainer.read_metrics(
+    losses = lambda wd: [r["loss"] for r in metrics.read_metrics(
         f"{wd}/metrics.jsonl") if "loss" in r]
     np.testing.assert_allclose(losses(f"{base_dir}/run"),
                                losses(f"{base_dir}/ref"), rtol=1e-6)

@@ -26,7 +26,7 @@ from train.models import loaders
 from train.probes import compare, subjects
 from train.report import runner
 from train.text import data, tokenizers, vocab
-from train.training import trainer
+from train.training import metrics, trainer
 import tests
 from tests import families_test as fam
 from tests.trainer_test import tiny_config
@@ -404,7 +404,7 @@ class RecoverTest(absltest.TestCase):
     with open(path, "w") as f:
       f.write('{"step": 1, "loss": 2.0}\n{"loss": 1.0}\n'
               '{"step": 2, "loss": 1.5}\n{"step": 3, "lo')
-    log = trainer.MetricsLog(path, 2, True)
+    log = metrics.MetricsLog(path, 2, True)
     self.assertEqual([r["step"] for r in log.rows()], [1, 2])
     with open(path) as f:
       self.assertLen(f.readlines(), 2)
@@ -424,7 +424,7 @@ class RecoverTest(absltest.TestCase):
     self.assertEqual(summary["resumed_from"], 5)
     self.assertEqual(sorted(os.listdir(f"{base}/run/corrupt_checkpoints")),
                      ["10", "15"])
-    losses = lambda wd: [r["loss"] for r in trainer.read_metrics(
+    losses = lambda wd: [r["loss"] for r in metrics.read_metrics(
         f"{wd}/metrics.jsonl") if "loss" in r]
     np.testing.assert_allclose(losses(f"{base}/run"), losses(f"{base}/ref"),
                                rtol=1e-6)

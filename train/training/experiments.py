@@ -17,7 +17,7 @@ import numpy as np
 
 from configs import lowrank, spamlang, thesis
 from train.text import data
-from train.training import trainer
+from train.training import metrics as metrics_lib, trainer
 
 
 def _short_run(cfg, steps: int, eval_every: int, log_every: int):
@@ -30,7 +30,7 @@ def _short_run(cfg, steps: int, eval_every: int, log_every: int):
 
 def read_metrics(workdir: str) -> list[dict]:
   """The rows of a run's metrics.jsonl."""
-  return trainer.read_metrics(os.path.join(workdir, "metrics.jsonl"))
+  return metrics_lib.read_metrics(os.path.join(workdir, "metrics.jsonl"))
 
 
 def val_curve(rows) -> list[tuple[int, float]]:

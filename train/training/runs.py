@@ -1,6 +1,7 @@
 """Run folders, read-only: a run's config, model config, tokenizer and
 parameters at any checkpoint, for the sampler, the probes and the report.
-No Trainer is built; the restore target is the state's shapes, replicated.
+No Trainer is built (nor imported): the restore target is the state's
+shapes (train/training/state.py), replicated.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from bottleneck import sharding
 from bottleneck.io import hf
 from train.models import build, validate
 from train.text import data
-from train.training import checkpoint, trainer
+from train.training import checkpoint, metrics as metrics_lib
+from train.training import state as state_lib
 
 
 def read_config(workdir: str) -> config_dict.ConfigDict:
@@ -42,13 +44,13 @@ def steps(workdir: str) -> list[int]:
 def metrics(workdir: str) -> list[dict]:
   """The rows of the run's metrics.jsonl (none if it has not logged)."""
   path = os.path.join(workdir, "metrics.jsonl")
-  return trainer.read_metrics(path) if os.path.isfile(path) else []
+  return metrics_lib.read_metrics(path) if os.path.isfile(path) else []
 
 
 def restore_params(workdir: str, config, step: int | None = None):
   """(params, step) of checkpoint `step` (default: the newest)."""
-  abstract = trainer.abstract_state(config)
-  target = trainer.state_shardings(abstract, sharding.batch_mesh(), False)
+  abstract = state_lib.abstract_state(config)
+  target = state_lib.state_shardings(abstract, sharding.batch_mesh(), False)
   target = jax.tree.map(
       lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
       abstract, target)

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import sys
 import time
 from typing import Any, Callable
 
-import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +33,10 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from bottleneck import checks, sharding
 from bottleneck.io import hf
 from train.training import checkpoint, init as init_lib, loss as loss_lib
+from train.training.metrics import MetricsLog
+from train.training.state import (TrainState, abstract_state,
+                                  init_state as _init_state,
+                                  state_from as _state_from, state_shardings)
 from train.training import optim
 from train.text import data
 from train.models import build
@@ -44,31 +46,6 @@ PEAK_FLOPS = {"h100": (989e12, 67e12), "h200": (989e12, 67e12),
               "a100": (312e12, 19.5e12), "v5 lite": (197e12, 197e12),
               "v5p": (459e12, 459e12), "v4": (275e12, 275e12),
               "v6": (918e12, 918e12)}
-
-
-@flax.struct.dataclass
-class TrainState:
-  step: jax.Array
-  params: Any
-  opt_state: Any
-
-
-def _init_state(model, tx, cfg, key):
-  params = model.init(key, jnp.zeros((1, cfg.block_size), jnp.int32))
-  return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
-
-
-def _state_from(params, tx):
-  """A fresh TrainState around given parameters (continued pretraining)."""
-  return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
-
-
-def abstract_state(config):
-  """The TrainState a run config implies, as shapes (nothing allocated)."""
-  cfg = build.model_config(config.model)
-  return jax.eval_shape(functools.partial(
-      _init_state, cfg.module(), optim.optimizer(config.train), cfg),
-      jax.random.key(config.seed))
 
 
 def loss_fn(params, model, x, y, rng, deterministic: bool, chunk: int = 0):
@@ -121,23 +98,6 @@ def all_finite(tree) -> jax.Array:
 
 def eval_loss(params, x, y, *, model, chunk: int = 0):
   return loss_fn(params, model, x, y, jax.random.key(0), True, chunk)
-
-
-def _fsdp_spec(x, n_dev: int) -> P:
-  """Shard the largest axis divisible by the device count (else replicate)."""
-  dims = [i for i in np.argsort(x.shape)[::-1] if x.shape[i] % n_dev == 0
-          and x.shape[i] >= n_dev]
-  if x.ndim < 2 or not dims:
-    return P()
-  spec = [None] * x.ndim
-  spec[dims[0]] = sharding.BATCH_AXIS
-  return P(*spec)
-
-
-def state_shardings(abstract_state, mesh, fsdp: bool):
-  n_dev = mesh.devices.size
-  spec = (lambda x: _fsdp_spec(x, n_dev)) if fsdp else (lambda x: P())
-  return jax.tree.map(lambda x: NamedSharding(mesh, spec(x)), abstract_state)
 
 
 @dataclasses.dataclass
@@ -214,57 +174,6 @@ class Trainer:
         per = bf16 if self.model_cfg.dtype == "bfloat16" else fp32
         return per * jax.device_count()
     return None
-
-
-def _row(line: str):
-  """A metrics.jsonl row, or None if the line is not one (cut off by a
-  kill mid-write, or edited): a JSON object with an integer step."""
-  try:
-    row = json.loads(line)
-  except json.JSONDecodeError:
-    return None
-  ok = isinstance(row, dict) and isinstance(row.get("step"), int)
-  return row if ok else None
-
-
-class MetricsLog:
-  """metrics.jsonl; rows after the resume step are dropped on restart, and
-  lines that are not rows (the last one cut off by a kill) with a warning:
-  the log never blocks a resume."""
-
-  def __init__(self, path: str, resume_step: int, enabled: bool):
-    self.path, self.enabled = path, enabled
-    if not enabled:
-      return
-    rows, bad = [], []
-    if os.path.isfile(path):
-      with open(path, errors="replace") as f:
-        for number, line in enumerate(f, start=1):
-          if line.strip():
-            row = _row(line)
-            if row is None:
-              bad.append(number)
-            elif row["step"] <= resume_step:
-              rows.append(row)
-    if bad:
-      print(f"warning: {path}: dropped line(s) {bad[:5]} (not a metrics "
-            "row: cut off by a kill, or edited).", file=sys.stderr)
-    with open(path, "w") as f:
-      f.writelines(json.dumps(r) + "\n" for r in rows)
-
-  def write(self, row: dict) -> None:
-    if self.enabled:
-      with open(self.path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-
-  def rows(self) -> list[dict]:
-    return read_metrics(self.path)
-
-
-def read_metrics(path: str) -> list[dict]:
-  """The rows of a metrics.jsonl (lines that are not rows left out)."""
-  with open(path, errors="replace") as f:
-    return [r for r in map(_row, f) if r is not None]
 
 
 _INF = float("inf")

@@ -1,0 +1,42 @@
+"""Imports point one way (issue 61): what a layer may not pull in, checked
+in a fresh interpreter (sys.modules after importing the layer)."""
+
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest, parameterized
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def loaded_after(modules: list[str]) -> set[str]:
+  code = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
+          "print('\\n'.join(sorted(sys.modules)))")
+  out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                       capture_output=True, text=True).stdout
+  return set(out.split())
+
+
+class LayersTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      # The probes restore a run's parameters through its model and state
+      # shapes, never through the training loop.
+      ("probes_not_the_trainer",
+       ["train.probes.subjects", "train.probes.encoding",
+        "train.probes.compare"], ["train.training.trainer"]),
+      # The pure math does not know the trainer, the probes or the report.
+      ("bottleneck_alone", ["bottleneck.topm", "bottleneck.gradient",
+                            "bottleneck.encoding", "bottleneck.stats"],
+       ["train", "configs"]),
+  )
+  def test_layer_does_not_import(self, layer, forbidden):
+    loaded = loaded_after(layer)
+    bad = sorted(m for m in loaded for f in forbidden
+                 if m == f or m.startswith(f + "."))
+    self.assertEmpty(bad, f"{layer} pulled in {bad}")
+
+
+if __name__ == "__main__":
+  absltest.main()
