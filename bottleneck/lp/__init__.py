@@ -20,6 +20,7 @@ The driver:
                 nested subsets along m: verdicts carried along a chain, the
                 order chains run in, where their transitions lie
   finish        an exact interior-point finish for slow instances
+  mehrotra      the interior point's step, shared by finish and ipm
   records       one instance's record, from claim to certified verdict
 Accelerator-only speed:
   placement     where and when the host checks run beside the stream

@@ -48,6 +48,8 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
+from bottleneck.lp import mehrotra
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -158,37 +160,11 @@ def _ipm(f, h, box, s: Settings, enough: float = -np.inf,
           alpha = min(alpha, float(np.min(-v[neg] / dv[neg])))
       return alpha
 
-    w, sl, su, sl_box, mu, pu, pl = predictor_corrector(
+    w, sl, su, sl_box, mu, pu, pl = mehrotra.predictor_corrector(
         direction, step, (w, sl, su, sl_box, mu, pu, pl), gap, m_gap)
   on_box = bool(np.max(np.abs(w[:nz])) > 0.5 * box)
   duals[0.0] = mu
   return w, [duals[g] for g in sorted(duals)], on_box, converged
-
-
-def predictor_corrector(direction, step, point, gap, m_gap):
-  """Mehrotra's step (Nocedal & Wright, Alg. 14.3) from the point (w, row
-  slacks, box slacks su and sb, their multipliers mu, pu, pl): the affine
-  direction, its gap after the largest steps, centring sigma = (gap_aff /
-  gap)^3, the corrected direction, 0.99 of the largest steps. `direction`
-  maps complementarity residuals (rows, z <= B, -z <= B) to the 7 steps
-  (dw, dsl, dmu, dsu, dpu, dsb, dpl); `step` gives the largest alpha <= 1
-  keeping its (v, dv) pairs >= 0. numpy or jax arrays alike (_ipm,
-  lp.ipm)."""
-  w, sl, su, sb, mu, pu, pl = point
-  aff = direction(sl * mu, su * pu, sb * pl)
-  a_p = step([(sl, aff[1]), (su, aff[3]), (sb, aff[5])])
-  a_d = step([(mu, aff[2]), (pu, aff[4]), (pl, aff[6])])
-  gap_aff = ((sl + a_p * aff[1]) @ (mu + a_d * aff[2]) +
-             (su + a_p * aff[3]) @ (pu + a_d * aff[4]) +
-             (sb + a_p * aff[5]) @ (pl + a_d * aff[6]))
-  target = (gap_aff / gap) ** 3 * m_gap
-  dw, dsl, dmu, dsu, dpu, dsb, dpl = direction(
-      sl * mu + aff[1] * aff[2] - target, su * pu + aff[3] * aff[4] - target,
-      sb * pl + aff[5] * aff[6] - target)
-  a_p = 0.99 * step([(sl, dsl), (su, dsu), (sb, dsb)])
-  a_d = 0.99 * step([(mu, dmu), (pu, dpu), (pl, dpl)])
-  return (w + a_p * dw, sl + a_p * dsl, su + a_p * dsu, sb + a_p * dsb,
-          mu + a_d * dmu, pu + a_d * dpu, pl + a_d * dpl)
 
 
 def solve(facts, subset, y, x, mu=None, s: Settings = Settings(),

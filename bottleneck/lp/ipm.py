@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bottleneck.lp import finish
+from bottleneck.lp import mehrotra
 
 ROW_BUCKET = 512  # Rows of F are padded up to a multiple of this,
 COLUMN_BUCKET = 128  # its columns (z and t) likewise.
@@ -125,7 +125,7 @@ def update(st: State, f, h, mask, zmask, box, enough, box_exit, levels,
 
     moved = checked._replace(**dict(zip(
         ("w", "sl", "su", "sb", "mu", "pu", "pl"),
-        finish.predictor_corrector(direction, _step,
+        mehrotra.predictor_corrector(direction, _step,
                                    (w, sl, su, sb, mu, pu, pl), gap, m_gap))))
     ok = jnp.all(jnp.isfinite(chol[0]))  # Else finish._ipm's LinAlgError.
     return jax.tree.map(lambda a, b: jnp.where(ok, a, b), moved,
