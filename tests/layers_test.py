@@ -8,6 +8,11 @@ import sys
 from absl.testing import absltest, parameterized
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LP_CERTIFY = ("enclosure", "facts", "polish", "certificates", "verdicts",
+              "bracket", "exact")
+LP_DRIVER = ("stream", "host_checks", "chains", "chain_feed", "transitions",
+             "finish", "mehrotra", "records")
+LP_SPEED = ("placement", "device_checks", "device_kernels", "ipm")
 
 
 def loaded_after(modules: list[str]) -> set[str]:
@@ -26,6 +31,14 @@ class LayersTest(parameterized.TestCase):
       ("probes_not_the_trainer",
        ["train.probes.subjects", "train.probes.encoding",
         "train.probes.compare"], ["train.training.trainer"]),
+      # The LP's layers (bottleneck/lp/__init__.py): the algorithm knows
+      # none of the others; certification neither the driver nor the
+      # accelerator-only speed.
+      ("lp_algorithm", [f"bottleneck.lp.{m}" for m in
+                        ("instances", "rotation", "admm_step", "admm")],
+       [f"bottleneck.lp.{m}" for m in LP_CERTIFY + LP_DRIVER + LP_SPEED]),
+      ("lp_certification", [f"bottleneck.lp.{m}" for m in LP_CERTIFY],
+       [f"bottleneck.lp.{m}" for m in LP_DRIVER + LP_SPEED]),
       # The pure math does not know the trainer, the probes or the report.
       ("bottleneck_alone", ["bottleneck.topm", "bottleneck.gradient",
                             "bottleneck.encoding", "bottleneck.stats"],

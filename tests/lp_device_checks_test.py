@@ -177,7 +177,7 @@ class ScoresTest(absltest.TestCase):
 
   def test_flush_bound(self):
     tiny = float(np.finfo(np.float32).tiny)
-    self.assertEqual(device_checks.flush_bound(np.array([1.0, -2.0]), 2),
+    self.assertEqual(enclosure.flush_bound(np.array([1.0, -2.0]), 2),
                      2.0 * tiny * (4.0 + 3.0))
 
 

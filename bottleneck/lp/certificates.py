@@ -31,13 +31,25 @@ verdict is reported: `bottleneck.lp.verdicts`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bottleneck import prescribed
-from bottleneck.lp import chains, device_checks
 from bottleneck.lp.enclosure import U as _U, enclose as _enclose
+from bottleneck.lp.enclosure import flush_bound as _flush_bound
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
 from bottleneck.lp.facts import MatrixFacts, as_facts
+
+
+class DualProof(NamedTuple):
+  """An enclosed global INFEASIBLE certificate of one subset S."""
+  subset: np.ndarray  # [m] S, in the order of lam.
+  support: np.ndarray  # [k] K, the rows of R carrying mu*.
+  lam: np.ndarray  # [m] the enclosure's center lam~.
+  lam_err: np.ndarray  # [m] |lam* - lam~| <= lam_err entrywise.
+  mu: np.ndarray  # [k] its center mu~ on K.
+  mu_err: np.ndarray  # [k] |mu* - mu~| <= mu_err entrywise.
 
 
 def check_feasible(a, subset, y, x, threshold: float) -> dict:
@@ -81,13 +93,13 @@ def _score_bounds(facts: MatrixFacts, x):
   float32 A, |fl32(a_j . fl32(x)) - a_j . x| <= (gamma32_d (1 + u32) +
   u32) |a_j| |x| (Higham Thm 3.1, any summation order; doubled), plus
   underflow: 1e-30, or what flushing subnormals could cost (an accelerator
-  that scores, lp.device_checks.flush_bound) if larger."""
+  that scores, enclosure.flush_bound) if larger."""
   u32 = float(np.finfo(np.float32).eps) / 2
   d = facts.a.shape[1]
   gamma32 = _gamma(d, u32)
   return facts.scores(x).astype(np.float64), 2.0 * (
       gamma32 * (1 + u32) + u32) * facts.row_norms * float(
-          np.linalg.norm(x)) + max(1e-30, device_checks.flush_bound(x, d))
+          np.linalg.norm(x)) + max(1e-30, _flush_bound(x, d))
 
 
 def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
@@ -280,7 +292,7 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
   value_lower = value - _upper(_gamma(m) * (np.abs(y) @ np.abs(lam)) +
                                np.abs(y) @ z_err[:m], m)
   ok = mu_lower >= 0.0 and value_lower >= threshold
-  proof = chains.DualProof(np.array(subset), np.array(support), lam,
+  proof = DualProof(np.array(subset), np.array(support), lam,
                            z_err[:m], mu_k, z_err[m:]) if ok else None
   return {"ok": bool(ok), "kind": "global", "t_lower": value_lower,
           "proof": proof,

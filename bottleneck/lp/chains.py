@@ -46,21 +46,10 @@ verdicts, is `bottleneck.lp.chain_feed`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
+from bottleneck.lp import certificates
 from bottleneck.lp.enclosure import gamma as _gamma, upper as _upper
-
-
-class DualProof(NamedTuple):
-  """An enclosed global INFEASIBLE certificate of one subset S."""
-  subset: np.ndarray  # [m] S, in the order of lam.
-  support: np.ndarray  # [k] K, the rows of R carrying mu*.
-  lam: np.ndarray  # [m] the enclosure's center lam~.
-  lam_err: np.ndarray  # [m] |lam* - lam~| <= lam_err entrywise.
-  mu: np.ndarray  # [k] its center mu~ on K.
-  mu_err: np.ndarray  # [k] |mu* - mu~| <= mu_err entrywise.
 
 
 def positions(small, large) -> np.ndarray | None:
@@ -73,7 +62,7 @@ def positions(small, large) -> np.ndarray | None:
   return pos if np.array_equal(large[pos], small) else None
 
 
-def inherit_infeasible(proof: DualProof, subset, y, threshold: float
+def inherit_infeasible(proof: certificates.DualProof, subset, y, threshold: float
                        ) -> dict | None:
   """The certificate `proof` of S carried to S' ⊃ S (module docstring):
   a 'global' certificate dict with its proven t_lower (thr + g's lower

@@ -14,7 +14,8 @@ products that an accelerator does in microseconds:
   dot's algorithm is pinned to F32_F32_F32 (no TF32 or bf16 passes, which
   XLA's default precision allows on a GPU). An accelerator that flushes
   subnormals to zero loses at most 2^-126 per product, addition and
-  flushed entry of x: `flush_bound`, added to the bound on either path.
+  flushed entry of x: `enclosure.flush_bound`, added to the bound on either
+  path.
 - `logits`: A x in float64 for the rows the float32 pass cannot rule out
   (certificates.check_feasible, _logits_or_upper_bounds), as one fused
   pass over all of A instead of a gather of those rows on the host.
@@ -65,14 +66,6 @@ SCORE_SIZES = (1, 4, 16, 64)  # Points scored at once, padded to the next.
 STAGES = ("scores", "dual")  # `warm_up`: every check, then INFEASIBLE ones.
 ENV = "BOTTLENECK_DEVICE_CHECKS"
 WARM_UP_ENV = "BOTTLENECK_DEVICE_WARM_UP"  # first_chunk (default) | eager.
-
-
-def flush_bound(x, d: int) -> float:
-  """An absolute bound of what flushing subnormals to zero can cost a
-  float32 dot product of length d with x: 2^-126 per product and per
-  addition, and |x_k| 2^-126 per flushed entry of a row (doubled)."""
-  tiny = float(np.finfo(np.float32).tiny)
-  return 2.0 * tiny * (2.0 * d + float(np.abs(x).sum()))
 
 
 def enabled(platform: str) -> bool:

@@ -164,3 +164,11 @@ def shifted_radius(m_mat, gram, factor, r_bound):
     if out is not None:
       return out
   return None
+
+
+def flush_bound(x, d: int) -> float:
+  """An absolute bound of what flushing subnormals to zero can cost a
+  float32 dot product of length d with x: 2^-126 per product and per
+  addition, and |x_k| 2^-126 per flushed entry of a row (doubled)."""
+  tiny = float(np.finfo(np.float32).tiny)
+  return 2.0 * tiny * (2.0 * d + float(np.abs(x).sum()))
