@@ -193,14 +193,15 @@ def topm_curves(curves: dict, shape=None, bound=None, title: str | None = None,
   return fig
 
 
-def topm_panels(panels: dict, threshold: float = 0.99):
+def topm_panels(panels: dict, threshold: float = 0.99,
+                title: str = "Figure 1 on {name}'s head"):
   """Figure 1 for several heads: one panel per {name: (curves, (N, d))},
-  each with the closed-form bound of its shape."""
+  each with the closed-form bound of its shape; `title` formats `name`."""
   fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4),
                            squeeze=False)
   for ax, (name, (curves, shape)) in zip(axes[0], panels.items()):
     _draw_topm(ax, curves, shape, threshold)
-    ax.set_title(f"Figure 1 on {name}'s head ({shape[0]}x{shape[1]})")
+    ax.set_title(f"{title.format(name=name)} ({shape[0]}x{shape[1]})")
   fig.tight_layout()
   return fig
 
