@@ -8,7 +8,7 @@ import jax
 import numpy as np
 from scipy import linalg, special, stats
 
-from bottleneck import encoding, gradient, head_stats
+from bottleneck import encoding, gradient, head_stats, logit_gradients
 from train.probes import gradient as gradient_probe
 import tests
 
@@ -44,7 +44,7 @@ class GradientTest(parameterized.TestCase):
   def test_trained_head_beside_gaussian_twins(self):
     h, w, b, y = _head(200, 400, 16, seed=3)
     g = _np_grad(h, w, b, y)
-    got = gradient.subspace_ratios(h, w, b, y, draws=8)
+    got = logit_gradients.subspace_ratios(h, w, b, y, draws=8)
     lost = np.linalg.norm(g @ linalg.null_space(w.T)) / np.linalg.norm(g)
     self.assertAlmostEqual(got["trained"], lost, delta=2e-4)
     self.assertAlmostEqual(got["counted"], np.sqrt(1 - 16 / 400))
@@ -64,7 +64,7 @@ class GradientTest(parameterized.TestCase):
     low = w[:, :3] @ np.random.default_rng(0).standard_normal((3, 16))
     g = _np_grad(h, low, b, y)
     lost = np.linalg.norm(g @ linalg.null_space(low.T)) / np.linalg.norm(g)
-    self.assertAlmostEqual(gradient.subspace_ratios(h, low, b, y)["trained"],
+    self.assertAlmostEqual(logit_gradients.subspace_ratios(h, low, b, y)["trained"],
                            lost, delta=2e-4)
 
   def test_rank_deficient_head_projects_on_its_column_space(self):
@@ -192,12 +192,12 @@ print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
     np.testing.assert_allclose(prof["proj_mean"],
                                proj[:, prof["rank"]].mean(0), atol=1e-5)
     self.assertLess(prof["full_mean"][0], 0)  # The observed token's slot.
-    ranks = gradient.rank_vs_tokens(h, w, b, y, [5, 20, 40])
+    ranks = logit_gradients.rank_vs_tokens(h, w, b, y, [5, 20, 40])
     for r in ranks:
       self.assertEqual(r["rank"], np.linalg.matrix_rank(g[:r["tokens"]]))
     # Streamed past T = V (chunks of 7 rows; 40 > V = 30): the same ranks
     # as numpy's SVD, and as one QR of all of G.
-    streamed = gradient.rank_vs_tokens_streamed(h, w, b, y, [5, 20, 29, 40],
+    streamed = logit_gradients.rank_vs_tokens_streamed(h, w, b, y, [5, 20, 29, 40],
                                                 chunk=7)
     for r in streamed:
       self.assertEqual(r["rank"], np.linalg.matrix_rank(g[:r["tokens"]]),
@@ -205,7 +205,7 @@ print(got["tokens"], got["norm_ratio"], (after - before) / 1024)
     self.assertEqual([r["rank"] for r in streamed[:2]],
                      [r["rank"] for r in ranks[:2]])
     wide = _head(64, 300, 12, seed=5)  # T < V: every row independent.
-    self.assertEqual([r["rank"] for r in gradient.rank_vs_tokens_streamed(
+    self.assertEqual([r["rank"] for r in logit_gradients.rank_vs_tokens_streamed(
         *wide, [16, 64], chunk=10)], [16, 64])
     eff = gradient.update_efficiency(h, w, b, y, [0.001, 0.01])
     self.assertLess(eff["logit_gradient"][0], eff["hidden_gradient"][0])

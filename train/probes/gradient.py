@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck import gradient
+from bottleneck import gradient, logit_gradients
 from train.probes import forward, plots
 from train.probes.forward import Pass, position_cap
 
@@ -82,16 +82,16 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
   prof = gradient.coefficient_profiles(h, w, b, y,
                                       m_dxd=forward.head_whitener(subject))
   counts = [c for c in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if c <= k]
-  ranks = gradient.rank_vs_tokens(h, w, b, y, counts)
+  ranks = logit_gradients.rank_vs_tokens(h, w, b, y, counts)
   eff = gradient.update_efficiency(h, w, b, y,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
   if v * d <= RANDOM_HEAD_ENTRIES:  # A QR of a [V, D] Gaussian: small heads.
-    out["random_head"] = gradient.subspace_ratios(h, w, b, y)
+    out["random_head"] = logit_gradients.subspace_ratios(h, w, b, y)
   if rank_tokens and v <= LONG_RANK_MAX_V:  # Fig. 2 past T = V, streamed.
     n = min(rank_tokens, pass_.tokens)
     counts = sorted({c for c in (512, 1024, 2048, 4096, 8192, 16384, v, n)
                      if c <= n})
-    out["rank_vs_tokens_long"] = gradient.rank_vs_tokens_streamed(
+    out["rank_vs_tokens_long"] = logit_gradients.rank_vs_tokens_streamed(
         pass_.h[:n], w, b, pass_.targets[:n], counts)
   out.update(subset_tokens=k, rank_vs_tokens=ranks, efficiency=eff,
              profile={key: np.asarray(val).tolist()
