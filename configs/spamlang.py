@@ -16,7 +16,7 @@ architecture: 30 llama-like layers of width 576, 9 heads, 3 KV heads, FFN
 1536; sequences of 64, batch 128, 5000 steps, warm-up 500, AdamW (0.9,
 0.95), weight decay 0.01, cosine, clipping 1, bfloat16 compute; lr 1e-4,
 one of Fig. 14's); `cpu` = 2 llama-like layers of width 128 on sequences
-of 16 (the report's quick and full scales set the steps).
+of 4, batch 256 (the report's quick and full scales set the steps).
 """
 
 from configs import base, common
