@@ -141,8 +141,8 @@ def lowrank_verdict(rows, flat: float = 0.01) -> str:
     return (f"**Cannot tell** ({PAPER_LOWRANK}): the D = {ranks[-1]} run "
             f"had not flattened (its validation loss fell {worst['fall']:.1%} "
             f"over the last quarter of {worst['steps']} steps, criterion < "
-            f"{flat:.0%}); so far {so_far}. Longer runs (--scale=full) "
-            "would decide.")
+            f"{flat:.0%}; the criterion's quarter includes the WSD schedule's "
+            f"final decay); so far {so_far}. Longer runs would decide.")
   if len(known) == len(speed) and min(known) > 1.0:
     return (f"**Agrees with {PAPER_LOWRANK} in direction**: {so_far}, "
             "on every seed. The magnitude is not comparable: the paper's "
