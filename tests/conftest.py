@@ -18,7 +18,7 @@ if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
 # Substrings of node ids, heaviest first within each half (seconds from
-# empty caches on the 2-core CPU of benchmarks/RESULTS.md, 2026-11-27).
+# empty caches on a 2-core CPU).
 FIRST_HALF = (
     "small_04_gradient_bottleneck",  # 63 s: probe model, low-rank, SpamLang
     "test_tiny_report_training_and_probe_sections",  # 52 s: the same runs
