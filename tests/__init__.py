@@ -26,9 +26,8 @@ if _FLAG not in os.environ.get("XLA_FLAGS", ""):
 _OPTIONS = ["--xla_backend_optimization_level=1",
             "--xla_llvm_disable_expensive_passes=true"]
 # jaxlib 0.10 (Python 3.11's pin) still has XLA's older elemental CPU
-# emitters: they compiled the LP's ADMM loop in ~1.6 s instead of ~2.3 s,
-# and the whole suite from empty caches took 8:17 instead of 10:31 (user
-# CPU 14:46 instead of 18:55; 2026-11-27, same 465 tests passing). jaxlib
+# emitters: they compiled the LP's ADMM loop faster, and the whole suite
+# from empty caches took a fifth less time, every test passing. jaxlib
 # 0.12 dropped the flag, and XLA aborts on a flag it does not know.
 if re.match(r"0\.(\d|10)\.", importlib.metadata.version("jaxlib")):
   _OPTIONS.append("--xla_cpu_use_fusion_emitters=false")
