@@ -318,18 +318,26 @@ def tensor(t, path: str, check: bool = True) -> np.ndarray:
 Q8_0_ERROR_PER_SCALE = 0.5 + 127 / 2048
 
 
+def _q8_0_scales(t) -> np.ndarray | None:
+  """A Q8_0 matrix tensor's float16 block scales d_b as float64 [n_rows,
+  blocks] (one strided read of its 34-byte blocks); None for other storage
+  types."""
+  if t.tensor_type.name != "Q8_0":
+    return None
+  n_rows = int(np.prod(t.shape[1:], dtype=np.int64))
+  raw = np.asarray(t.data).reshape(n_rows, -1)
+  return np.ndarray((n_rows, raw.shape[1] // 34), "<f2", raw, 0,
+                    (raw.strides[0], 34)).astype(np.float64)
+
+
 def row_error_bounds(t) -> np.ndarray | None:
   """For a Q8_0 matrix tensor, per row [n_rows] float64: a bound on the
   Euclidean distance between the stored row and the row it quantised
   (sqrt(32 sum_b (c d_b)^2), c = Q8_0_ERROR_PER_SCALE, over the row's
   blocks b); None for other storage types."""
-  if t.tensor_type.name != "Q8_0":
+  scales = _q8_0_scales(t)
+  if scales is None:
     return None
-  n_rows = int(np.prod(t.shape[1:], dtype=np.int64))
-  raw = np.asarray(t.data).reshape(n_rows, -1)
-  blocks = raw.shape[1] // 34
-  scales = np.ndarray((n_rows, blocks), "<f2", raw, 0,
-                      (raw.strides[0], 34)).astype(np.float64)
   return Q8_0_ERROR_PER_SCALE * np.sqrt(32.0 * np.sum(scales**2, axis=1))
 
 
@@ -339,13 +347,10 @@ def row_norm_noise(t, w_vxd) -> np.ndarray | None:
   row's norm, relative to the norm, to first order: errors uniform on
   +-d_b / 2 move |w| by sum_i w_i e_i / |w|, variance sum_b d_b^2 / 12
   sum_(i in b) w_i^2 / |w|^2. None for other storage types."""
-  if t.tensor_type.name != "Q8_0":
+  scales = _q8_0_scales(t)
+  if scales is None:
     return None
-  n_rows = int(np.prod(t.shape[1:], dtype=np.int64))
-  raw = np.asarray(t.data).reshape(n_rows, -1)
-  blocks = raw.shape[1] // 34
-  scales = np.ndarray((n_rows, blocks), "<f2", raw, 0,
-                      (raw.strides[0], 34)).astype(np.float64)
+  n_rows, blocks = scales.shape
   out = np.empty(n_rows)
   for i in range(0, n_rows, _DEQUANT_ROWS):
     w = np.asarray(w_vxd[i:i + _DEQUANT_ROWS], np.float64)

@@ -32,6 +32,15 @@ def long_rank_reading(rows, v: int) -> str:
           f"at T = {last['tokens']}{past}.")
 
 
+def twin_side(twin: dict) -> str:
+  """'more' / 'less' / 'no more': how the trained head's destroyed share
+  compares with its Gaussian twins' (`random_head`) on the same gradients,
+  beyond 3 of the twins' standard deviations (at least 1e-4)."""
+  noise = max(3.0 * twin["random_std"], 1e-4)
+  gap = twin["trained"] - twin["random"]
+  return "more" if gap > noise else "less" if gap < -noise else "no more"
+
+
 def destroyed_reading(out: dict) -> str:
   """What eq. (10)'s number says beside dimension counting: a random
   direction loses sqrt(1 - D/V) of its norm to a D-dimensional subspace.
@@ -46,10 +55,7 @@ def destroyed_reading(out: dict) -> str:
     return (f"{head}: the head destroys "
             f"{'more' if out['norm_ratio'] > counted else 'less'} than a "
             "random direction loses (no Gaussian twin at this size).")
-  noise = max(3.0 * twin["random_std"], 1e-4)
-  gap = twin["trained"] - twin["random"]
-  side = ("more than" if gap > noise else "less than" if gap < -noise
-          else "no more than")
+  side = twin_side(twin) + " than"
   return (f"{head}; on the first {twin['tokens']} positions the trained "
           f"head loses {twin['trained']:.4f} of the gradient's norm, a "
           f"Gaussian head of its shape {twin['random']:.4f} (sd "

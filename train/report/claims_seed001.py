@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck import bounds, stats
+from bottleneck import stats
+from train.report import seed001_lp
 from train.report.claim import (CANNOT, DISAGREES, NOT_RUN, REPRODUCED,
                                 SMALLER, Claim, from_sentence, per_subject,
                                 real)
@@ -43,14 +44,9 @@ def signrank(s, cfg):
                        f"{DISAGREES}: {n - n_cert} subsets not certified")
 
 
-def lp_m(records, threshold):
-  return bounds.empirical_m_star([r["m"] for r in records],
-                                 [r["fraction"] for r in records], threshold)
-
-
 def figure1(s, cfg):
   c, t = cfg["figure1"], cfg["threshold"]
-  got = {p: lp_m(s[p], t) for p in ("logits", "probs") if p in s}
+  got = {p: seed001_lp.m_lp(s[p], t) for p in ("logits", "probs") if p in s}
   ours = ", ".join(f"{p} m* = {m}" for p, m in got.items())
   paper_size = (c["N"], c["d"]) == (50257, 768)
   scale = f"{c['N']}x{c['d']}, {c['trials']} subsets per m"
@@ -73,7 +69,7 @@ def figure1_wide(s, cfg):
     return "-", "-", (f"{NOT_RUN}: the wider panels run at --scale=paper "
                       "(figure1.wide)")
   t = cfg["threshold"]
-  got = {k: lp_m(v["records"], t) for k, v in wide.items()}
+  got = {k: seed001_lp.m_lp(v["records"], t) for k, v in wide.items()}
   ours = "; ".join(f"{k}: m* = {m} ({wide[k]['seconds_per_instance']:.1f} s "
                    "per instance)" for k, m in got.items())
   far = [k for k, m in got.items()
@@ -114,7 +110,6 @@ def figure3(s, cfg):
 
 
 def natural(s, cfg):
-  from train.report import seed001_lp  # pylint: disable=g-import-not-at-top
   c = cfg["natural"]
   return from_sentence(seed001_lp.natural_verdict(
       s["natural"], s["uniform"], s["spread"], c["eps"]),
@@ -122,7 +117,6 @@ def natural(s, cfg):
 
 
 def trained(s, cfg):
-  from train.report import seed001_lp  # pylint: disable=g-import-not-at-top
   curves = {k: v for k, v in s.items()
             if isinstance(v, list) and not k.endswith("t*")}
   if len(curves) < 2:

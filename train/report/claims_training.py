@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from train.probes import gradient as probe_gradient
+from train.report import seed002, seed003, seed004
 from train.report.claim import (DISAGREES, NOT_RUN, SMALLER, CANNOT,
                                 REPRODUCED, Claim, from_sentence,
                                 per_subject, real)
@@ -26,11 +28,8 @@ def destroyed(named) -> tuple[str, str]:
                  f"{counted:.4f})")
     twin = r.get("random_head")
     if twin:
-      gap, noise = twin["trained"] - twin["random"], max(
-          3 * twin["random_std"], 1e-4)
-      side = ("more" if gap > noise else "less" if gap < -noise
-              else "no more")
-      sides.append(f"{name} {side} than its Gaussian twins ({gap:+.4f})")
+      sides.append(f"{name} {probe_gradient.twin_side(twin)} than its "
+                   f"Gaussian twins ({twin['trained'] - twin['random']:+.4f})")
     else:
       sides.append(f"{name} {r['norm_ratio'] - counted:+.4f} (no twin)")
   low = [n for (n, r) in named if r["norm_ratio"] < 0.95]
@@ -76,7 +75,6 @@ def encoding_real(s, cfg):
 
 
 def lowrank(s, cfg):
-  from train.report import seed002  # pylint: disable=g-import-not-at-top
   r = s["rows"]
   return from_sentence(seed002.lowrank_verdict(r, cfg["lowrank"]["flat"]),
                         f"V = {r[0]['V']}, D = {min(x['D'] for x in r)}.."
@@ -84,7 +82,6 @@ def lowrank(s, cfg):
 
 
 def spamlang(s, cfg):
-  from train.report import seed002  # pylint: disable=g-import-not-at-top
   r = s["rows"]
   return from_sentence(
       seed002.spamlang_verdict(r, cfg["spamlang"]["learned"]),
@@ -93,14 +90,12 @@ def spamlang(s, cfg):
 
 
 def thesis(s, cfg):
-  from train.report import seed004  # pylint: disable=g-import-not-at-top
   r = s["runs"]
   return from_sentence(seed004.thesis_verdict(r), ", ".join(
       x["run"] for x in r) + f"; {r[0].get('tokens', '?')} tokens each")
 
 
 def frequency(s, cfg):
-  from train.report import seed003  # pylint: disable=g-import-not-at-top
   f = s["frequency_llama"]
   return from_sentence(seed003.frequency_verdict(f["rows"], f["V"]),
                         f"llama-like run, V = {f['V']}, "

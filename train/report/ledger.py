@@ -18,6 +18,7 @@ import re
 from absl import flags
 
 from train.report import claims_seed001, claims_training
+from train.report.section import table
 from train.report.claim import NOT_RUN, Claim, probe_and_real
 # The verdict words, for callers that read rows (tests, notebooks).
 from train.report.claim import CANNOT, DISAGREES, REPRODUCED, SMALLER  # pylint: disable=unused-import
@@ -59,7 +60,6 @@ def rows(sections: dict, config: dict) -> list[dict]:
 
 def markdown(ledger_rows: list[dict], scale: str) -> str:
   """The ledger as the report's opening table."""
-  from train.report.section import table  # pylint: disable=g-import-not-at-top
   counts = {}
   for r in ledger_rows:
     key = re.split(r"[:;(]| on ", r["verdict"])[0].strip()

@@ -40,14 +40,14 @@ def _strip(records):
           for r in records]
 
 
-def _m_lp(records, threshold, key="fraction"):
+def m_lp(records, threshold, key="fraction"):
   return bounds.empirical_m_star([r["m"] for r in records],
                                  [r[key] for r in records], threshold)
 
 
 def _m_lp_text(records, threshold) -> str:
   """'m = 40' or, where undecided instances matter, 'm = 40 to 45'."""
-  lo, hi = (_m_lp(records, threshold, k) for k in ("fraction",
+  lo, hi = (m_lp(records, threshold, k) for k in ("fraction",
                                                     "fraction_upper"))
   return f"m = {lo}" if lo == hi else f"m = {lo} to {hi} (undecided)"
 
@@ -77,15 +77,14 @@ def figure1(config, outdir: str) -> Section:
     recs = _sweeps(matrices.random(n, d, config.seed), c, m_wide,
                    ("logits",), config.seed)["logits"]
     seconds = time.perf_counter() - start
+    each = seconds / sum(r["trials"] for r in recs)
     numbers.setdefault("wide", {})[f"{n}x{d}"] = {
-        "records": recs, "seconds": seconds,
-        "seconds_per_instance": seconds / sum(r["trials"] for r in recs)}
+        "records": recs, "seconds": seconds, "seconds_per_instance": each}
     panels[f"random, wider {n}x{d}"] = ({"LP, logits": recs}, (n, d))
     lines.append(f"**{n}x{d}** (a wider panel, logits): fraction >= "
-                 f"{config.threshold} up to {_m_lp_text(recs, config.threshold)}"
-                 f" ({seconds:.0f} s, "
-                 f"{numbers['wide'][f'{n}x{d}']['seconds_per_instance']:.2f} "
-                 "s per instance).")
+                 f"{config.threshold} up to "
+                 f"{_m_lp_text(recs, config.threshold)} ({seconds:.0f} s, "
+                 f"{each:.2f} s per instance).")
     lines.append(table(_strip(recs), _COLS))
   size_note = ("the paper's size" if (c.N, c.d) == (50257, 768)
                else "a reduced size")

@@ -15,6 +15,7 @@ import os
 
 from train.report.section import Section, figure, table as md_table
 from train.training import completions, experiments, plots as train_plots
+from train.training import runs as run_folders
 
 # Fig. 5.1: at equal steps Model 8's validation loss falls fastest, then
 # Model 7's, then Model 6's, and Models 1-5 track Model 6's (§5.1).
@@ -29,7 +30,7 @@ def training(config, outdir: str) -> Section:
   workdirs = {name: experiments.thesis_run(name, c.steps, outdir, c.source,
                                            c.path, c.batch, c.lr)
               for name in c.runs}
-  rows = {name: experiments.read_metrics(wd) for name, wd in workdirs.items()}
+  rows = {name: run_folders.metrics(wd) for name, wd in workdirs.items()}
   runs = []
   for name, wd in workdirs.items():
     with open(os.path.join(wd, "config.json")) as f:

@@ -17,7 +17,7 @@ import numpy as np
 
 from configs import lowrank, spamlang, thesis
 from train.text import data
-from train.training import metrics as metrics_lib, trainer
+from train.training import runs, trainer
 
 
 def _short_run(cfg, steps: int, eval_every: int, log_every: int):
@@ -26,11 +26,6 @@ def _short_run(cfg, steps: int, eval_every: int, log_every: int):
   cfg.eval_every = cfg.checkpoint_every = eval_every
   cfg.log_every, cfg.async_checkpoint = log_every, False
   return cfg
-
-
-def read_metrics(workdir: str) -> list[dict]:
-  """The rows of a run's metrics.jsonl."""
-  return metrics_lib.read_metrics(os.path.join(workdir, "metrics.jsonl"))
 
 
 def val_curve(rows) -> list[tuple[int, float]]:
@@ -104,7 +99,7 @@ def lowrank_run(d: int, seed: int, steps: int, outdir: str,
   info = {"D": d or cfg.model.n_embd, "V": cfg.model.vocab_size,
           "seed": seed, "steps": steps, "workdir": workdir,
           "tokens_per_step": cfg.train.batch_size * cfg.model.block_size}
-  return info, read_metrics(workdir)
+  return info, runs.metrics(workdir)
 
 
 def flattened(curve, share: float = 0.25, tolerance: float = 0.01):
