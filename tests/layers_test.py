@@ -10,7 +10,7 @@ from absl.testing import absltest, parameterized
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LP_CERTIFY = ("enclosure", "facts", "polish", "certificates", "verdicts",
               "bracket", "exact")
-LP_DRIVER = ("stream", "host_checks", "chains", "chain_feed", "transitions",
+LP_DRIVER = ("driver", "stream", "host_checks", "chains", "chain_feed", "transitions",
              "finish", "mehrotra", "records")
 LP_SPEED = ("placement", "device_checks", "device_kernels", "ipm")
 
@@ -35,7 +35,8 @@ class LayersTest(parameterized.TestCase):
       # none of the others; certification neither the driver nor the
       # accelerator-only speed.
       ("lp_algorithm", [f"bottleneck.lp.{m}" for m in
-                        ("instances", "rotation", "admm_step", "admm")],
+                        ("instances", "rotation", "admm_state", "admm_step",
+                         "admm")],
        [f"bottleneck.lp.{m}" for m in LP_CERTIFY + LP_DRIVER + LP_SPEED]),
       ("lp_certification", [f"bottleneck.lp.{m}" for m in LP_CERTIFY],
        [f"bottleneck.lp.{m}" for m in LP_DRIVER + LP_SPEED]),

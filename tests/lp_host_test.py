@@ -11,7 +11,7 @@ import numpy as np
 
 from bottleneck import sharding, topm
 from bottleneck.io import matrices
-from bottleneck.lp import placement
+from bottleneck.lp import driver, placement
 
 
 def _fake_mesh(platform: str):
@@ -35,14 +35,14 @@ class HostBlasThreadsTest(absltest.TestCase):
   def test_the_stream_runs_under_the_limit(self):
     a = matrices.random(600, 24, seed=0)
     calls = []
-    real = topm.threadpoolctl.threadpool_limits
+    real = driver.threadpoolctl.threadpool_limits
 
     def spy(limits=None, user_api=None):
       calls.append((limits, user_api))
       return real(limits, user_api=user_api)
 
     with mock.patch.object(placement, "host_blas_threads", return_value=3), \
-        mock.patch.object(topm.threadpoolctl, "threadpool_limits", spy):
+        mock.patch.object(driver.threadpoolctl, "threadpool_limits", spy):
       out = topm.sweep(a, [4], 2, "logits", batch=2)
     self.assertEqual(calls, [(3, "blas")])
     self.assertEqual(out[0]["feasible"] + out[0]["infeasible"], 2)

@@ -404,11 +404,11 @@ class EncodingTest(absltest.TestCase):
 
 class PruneKernelTest(parameterized.TestCase):
   """Seed 003 §4's mean distributions with dimensions removed: both sweeps
-  of `_mean_softmax_kept` against masked float64 softmaxes."""
+  of `pruning._mean_softmax_kept` against masked float64 softmaxes."""
 
   @parameterized.parameters((None, 0.0), ("bias", 0.0), ("bias", 2.0))
   def test_every_kept_prefix_and_suffix(self, bias, softcap):
-    from train.probes import encoding as probe_encoding  # pylint: disable=g-import-not-at-top
+    from train.probes import pruning as probe_encoding  # pylint: disable=g-import-not-at-top
     rng = np.random.default_rng(4)
     n, v, d = 11, 40, 7  # 11 rows in chunks of 4: the last one padded.
     h, w = rng.standard_normal((n, d)), rng.standard_normal((v, d))

@@ -82,13 +82,13 @@ class ProbesTest(absltest.TestCase):
     # of W, mean softmax over the out-of-domain positions, KL to the base.
     from bottleneck import encoding as enc  # pylint: disable=g-import-not-at-top
     from scipy import special  # pylint: disable=g-import-not-at-top
-    from train.probes import encoding, forward, subjects  # pylint: disable=g-import-not-at-top
+    from train.probes import forward, pruning, subjects  # pylint: disable=g-import-not-at-top
     subject = subjects.load_subject(self.run_dir)
     x, y = subjects.windows(subject, "", 4, "val", 0, 32)
     own = forward.run(subject, x, y, gradient_sums=False)
     ood = forward.run(subject, x[::-1], y[::-1], gradient_sums=False)
     ratios = (0.0, 0.25, 0.5, 1.0)
-    got, _ = encoding.prune_probe(subject, own, ood, 50, ratios)
+    got, _ = pruning.prune_probe(subject, own, ood, 50, ratios)
     w, b = subject.head()
     h = ood.h[:50].astype(np.float64)
     order = enc.removal_order(enc.mlr(-np.log(own.alpha), w)["slopes"])
@@ -107,7 +107,7 @@ class ProbesTest(absltest.TestCase):
       self.assertAlmostEqual(got["adversarial"][i], enc.kl(
           base, mean_p(order[::-1][:k])), delta=1e-4, msg=r)
     with self.assertRaisesRegex(ValueError, "ratios"):
-      encoding.prune_probe(subject, own, ood, 50, (0.5, 1.5))
+      pruning.prune_probe(subject, own, ood, 50, (0.5, 1.5))
 
   def test_hf_folder_subject(self):
     folder = self.create_tempdir().full_path

@@ -275,11 +275,11 @@ class ZooTest(absltest.TestCase):
   def test_offline_llms_load_and_predict_english(self):
     code = """if True:
       import json
-      from train.probes import compare, head, subjects
+      from train.probes import head, subjects
       out = {}
       for spec in ("smollm2", "gemma3"):
         subject = subjects.load_subject(model=spec)
-        out[spec] = (compare.prose_perplexity(subject), head.continuation(
+        out[spec] = (head.prose_perplexity(subject), head.continuation(
             subject, "The capital of France is", 3))
         del subject
       print(json.dumps(out))"""

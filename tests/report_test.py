@@ -97,6 +97,12 @@ class ReportTest(absltest.TestCase):
       self.assertEqual([r["m"] for r in numbers["figure1"]["trained"]],
                        [4, 8])
     self.assertEqual(models["tiny_gemma3"]["subject"]["family"], "gemma3")
+    from train.probes import compare  # pylint: disable=g-import-not-at-top
+    for rows in compare.tables(models).values():  # Every spec's cells read.
+      for row in rows:
+        if "Q8_0" not in row["result"]:  # These GGUFs store float32.
+          for name in models:
+            self.assertNotEqual(row[name], "-", (row["result"], name))
     with open(os.path.join(outdir, "report.md")) as f:
       md = f.read()
     self.assertIn("## Real LLMs: tiny_llama vs tiny_gemma3", md)

@@ -73,7 +73,8 @@ class LowRankVerdictTest(absltest.TestCase):
                           "**Disagrees")
     early = seed002.lowrank_verdict(lowrank_rows(fast, flat=False))
     self.assertStartsWith(early, "**Cannot tell**")
-    self.assertIn("fell 3.0% over the last quarter", early)
+    self.assertIn("fell 3.0% over the last quarter of its stable phase",
+                  early)
 
   def test_flattening_criterion(self):
     from train.training import experiments  # pylint: disable=g-import-not-at-top
@@ -82,6 +83,13 @@ class LowRankVerdictTest(absltest.TestCase):
     flat, fall = experiments.flattened([(100, 6.0), (300, 5.2), (400, 5.0)])
     self.assertFalse(flat)
     self.assertAlmostEqual(fall, 0.2 / 5.2)
+    # A WSD run's final decay (after step 360 here) is not read as progress:
+    # up to 360 the loss is flat, the decay's drop comes after.
+    wsd = [(120, 6.0), (240, 5.01), (360, 5.0), (400, 4.6)]
+    self.assertFalse(experiments.flattened(wsd)[0])
+    flat, fall = experiments.flattened(wsd, until=360)
+    self.assertTrue(flat)
+    self.assertAlmostEqual(fall, 0.01 / 5.01)
 
 
 class ThesisVerdictTest(absltest.TestCase):

@@ -67,7 +67,7 @@ def _compare():
   for title, rows in compare.tables(results).items():
     parts += [f"## {title}", cli.format_records(rows, "markdown")]
   for name in cli.save_figures(compare.figures(results), {
-      f: os.path.join(FLAGS.outdir, f"{f}.png") for f in compare.FIGURES}):
+      f: os.path.join(FLAGS.outdir, f"{f}.png") for f in compare.figure_names()}):
     parts.append(f"![{os.path.basename(name)}]({os.path.basename(name)})")
   cli.write_atomic(os.path.join(FLAGS.outdir, "results.json"),
                    cli.to_json(results) + "\n")

@@ -51,7 +51,7 @@ def main(argv):
   if FLAGS.text:
     cli.readable_text("text", FLAGS.text)
   paths = cli.figure_paths("plot", FLAGS.plot,
-                           registry.FIGURES[FLAGS.probe])
+                           registry.figures_of(FLAGS.probe))
   cli.check_seed("seed", FLAGS.seed)
   data = f"text:{FLAGS.text}" if FLAGS.text else FLAGS.data
   numbers, figures = registry.run(

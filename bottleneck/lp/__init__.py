@@ -3,8 +3,9 @@
 The algorithm (JAX):
   instances     token subsets, targets and thresholds; padding to a batch
   rotation      the matrix prepared once (normalised, rotated)
+  admm_state    the solver's settings, problem and state; init
   admm_step     one ADMM iteration of one instance
-  admm          the batched solver: state, run, refill (device arrays only)
+  admm          the batched solver: update, run, refill (device arrays)
 Certification (float64, numpy; nothing from the solver is trusted):
   enclosure     rigorous enclosures of the checks' products
   facts         a matrix's facts for the checks, computed once
@@ -14,6 +15,8 @@ Certification (float64, numpy; nothing from the solver is trusted):
   bracket       certified brackets on t* (solve mode)
   exact         HiGHS, the exact reference and fallback
 The driver:
+  driver        one call: check and scale A, split off special subsets,
+                stream the rest with host checks, certified records
   stream        continuous batching of many instances over a fixed batch
   host_checks   the host's checks of the stream's running slots
   chains, chain_feed, transitions
@@ -28,6 +31,7 @@ Accelerator-only speed:
                 the checks' largest products on the LP's device
   ipm           the finish's interior point on a device
 
-`bottleneck.topm` composes them (solve, sweep, m_star_search) and is the
-binary `python -m bottleneck.topm`.
+`bottleneck.topm` is the front (solve: driver.solve with keyword
+arguments; sweep(s), summarize, m_star_search) and the binary
+`python -m bottleneck.topm`.
 """

@@ -11,88 +11,40 @@ one table per result (a column per model, the papers' number last) and
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import time
 
 import numpy as np
 
 from bottleneck import topm
-from bottleneck.io import cli, matrices, plots as io_plots, zoo
+from bottleneck.io import cli, matrices, plots as io_plots
 from bottleneck.lp import admm
-from train.models import loaders
-from train.probes import encoding, forward, gradient, head, plots, subjects
+from train.probes import forward, head, registry, spec as probe_spec, subjects
 from train.probes.registry import window_length
+from train.probes.spec import Context, Figure, Row, Settings
 
-# The papers' numbers, quoted next to ours.
-PAPER = {
-    "perplexity": "a 135M-270M LM on modern prose: ~10-30",
-    "norm_ratio": "95-99% (seed 002 Fig. 6: GPT-2, Pythia, Llama 3, Qwen3)",
-    "mean_cosine": "0.1-0.2 (seed 002 App. D)",
-    "adj_r2": "0.86-0.89 (seed 003 Table 1: GPT-2 0.892)",
-    "top_pc": "a few top PCs carry the signal (seed 003 Fig. 3)",
-    "e_local": "0.19 at b = 2 (seed 003 Table 2, GPT-2)",
-    "prune": "saliency KL small to ~50% removed; adversarial grows at once "
-             "(seed 003 Fig. 6)",
-    "tokens_for_0.9": "~200 of 50257 (seed 001 App. A, GPT-2)",
-    "rowstats": "trained rows vary more in norm, mostly positive cosines "
-                "(seed 001 App. E)",
-    "figure1": "trained GPT-2 head close to a random one of its size, "
-               "all subsets selectable to m ~ 95 = d/8 (seed 001 Fig. 1)",
-}
-
-# Modern encyclopaedia-style English written for this project (96 words).
-PROSE = (
-    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in "
-    "Paris, France. It is named after the engineer Gustave Eiffel, whose "
-    "company designed and built the tower from 1887 to 1889. It was "
-    "constructed as the centrepiece of the 1889 World's Fair, and to crown "
-    "the centennial anniversary of the French Revolution. Although initially "
-    "criticised by some of France's leading artists and intellectuals for "
-    "its design, it has since become a global cultural icon of France and "
-    "one of the most recognisable structures in the world.")
+__all__ = ["Settings", "run", "probe_model", "tables", "figures",
+           "figure_names", "captions", "paper", "unique_name"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-  """How deep each model is probed (configs/report.py: real_llm)."""
-  windows: int = 16  # Windows of `window` tokens probed per model.
-  window: int = 1024  # Tokens per window (<= the model's context).
-  text: str = ""  # Probed text ('' = the packaged Shakespeare).
-  ood_text: str = "python_docs"  # Out-of-domain text (modern prose).
-  ood_windows: int = 2  # Its windows.
-  prompt: str = "The capital of France is"  # Greedy sanity check.
-  new_tokens: int = 16  # Its continuation length.
-  edit_tokens: int = 10  # Tokens edited (Algorithm 1).
-  edit_positions: int = 2048  # Positions per edit set (memory-capped).
-  prune_positions: int = 1024  # Out-of-domain positions (Fig. 6).
-  cumulative_positions: int = 1024  # Positions sorted for App. A.
-  profile_columns: int = 0  # Fig. 3's profiled PCs and dims (0: all).
-  lp_m: str = "30..100:10"  # Figure 1 m values on each head.
-  lp_trials: int = 20  # Subsets per m (0 skips every LP).
-  natural_m: str = "10,30"  # App. D m values.
-  natural_positions: int = 256  # Positions whose distributions are targets.
-  lp_batch: int = 32  # LP instances iterated together.
-  lp_max_iters: int = 5000  # ADMM cap; still open = 'undecided'.
-  dtype: str = "float32"  # Parameter / compute dtype.
-  seed: int = 0
+
+def phase_share() -> dict[str, float]:
+  """Each phase's share of one model's probe time (measured on the quick
+  report, mostly Gemma 3's), in order: `fraction` callbacks report
+  progress by it. The probes' shares are their specs'."""
+  return {"load": 0.02, "forward": 0.45,
+          **{p.name: p.share for p in registry.compared()},
+          "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
 
 
-# Each phase's share of one model's probe time (measured on the quick
-# report, mostly Gemma 3's), in order: `fraction` callbacks report progress
-# by it.
-PHASE_SHARE = {"load": 0.02, "forward": 0.45, "sanity": 0.03, "gradient": 0.03,
-               "encoding": 0.07, "edit": 0.07, "prune": 0.03,
-               "cumulative": 0.02, "rowstats": 0.02,
-               "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
 # Probe time relative to SmolLM2-135M's (the same report); other specs
 # count as the mean.
 MODEL_COST = {"smollm2": 1.0, "gemma3": 3.2}
 
 
 def _share_before(phase: str) -> float:
-  names = list(PHASE_SHARE)
-  return sum(PHASE_SHARE[n] for n in names[:names.index(phase)])
+  share = phase_share()
+  names = list(share)
+  return sum(share[n] for n in names[:names.index(phase)])
 
 
 def probe_model(spec: str, s: Settings, progress=None,
@@ -116,35 +68,15 @@ def probe_model(spec: str, s: Settings, progress=None,
   out = {"subject": subject.describe(), "pass": own.describe(),
          "ood_pass": ood.describe(), "seconds": {"load": loaded}}
   timed = _timer(out["seconds"], say, subject.name, fraction)
-  with timed("sanity"):
-    out["sanity"] = _numbers(head.sanity_probe(subject, own, s.prompt,
-                                               s.new_tokens))
-    out["sanity"].update(perplexity_ood=ood.perplexity(),
-                         perplexity_prose=prose_perplexity(subject))
-  with timed("gradient"):
-    out["gradient"] = _numbers(gradient.gradient_probe(subject, own))
-  with timed("encoding"):
-    out["encoding"] = _numbers(encoding.encoding_probe(
-        subject, own, profile_columns=s.profile_columns or None))
-  with timed("edit"):
-    out["edit"] = _numbers(encoding.edit_probe(
-        subject, own, ood, s.edit_tokens, s.edit_positions, seed=s.seed))
-  with timed("prune"):
-    out["prune"] = _numbers(encoding.prune_probe(subject, own, ood,
-                                                 s.prune_positions))
-  with timed("cumulative"):
-    out["cumulative"] = _numbers(head.cumulative_probe(
-        subject, own, s.cumulative_positions))
+  ctx = Context(subject, own, ood, s, spec)
+  for probe in registry.compared():
+    with timed(probe.name):
+      out[probe.name] = _numbers(probe.run(ctx))
   w = np.asarray(subject.head()[0])
-  with timed("rowstats"):
-    out["rowstats"] = _numbers(head.rowstats_probe(w, subject.name, s.seed))
-    if spec.partition(":")[0] in zoo.NAMES + ("gguf",):
-      out["rowstats"]["quantisation"] = head.quantisation(
-          loaders.path_of(spec)[1], w)
   targets = (head.natural_targets(subject, own, s.natural_positions)
              if s.lp_trials else None)
   out["seconds"]["forward"] = own.seconds["forward"] + ood.seconds["forward"]
-  del subject, own, ood  # The LPs need only W: free the model first (Gemma
+  del subject, own, ood, ctx  # The LPs need only W: free the model (Gemma
   cli.release_memory()  # 3: peak RSS 5.9 GB with it held, the LP 2.7 GB).
   if s.lp_trials:
     with timed("figure1 + appendix D LP"):
@@ -205,24 +137,12 @@ def figure1(w_or_shape, s: Settings, say=lambda msg: None,
   return out
 
 
-def prose_perplexity(subject) -> float:
-  """The subject's perplexity on PROSE (one window, BOS first where the
-  model uses one): 5.9 (SmolLM2-135M) and 7.4 (Gemma 3 270M) when loaded
-  right."""
-  ids = subject.tokenizer.encode(PROSE)
-  if subject.tokenizer.bos_id is not None:
-    ids = [subject.tokenizer.bos_id] + ids
-  ids = np.asarray(ids[:subject.cfg.block_size + 1], np.int32)
-  p = forward.run(subject, ids[None, :-1], ids[None, 1:], "prose",
-                  gradient_sums=False)
-  return p.perplexity()
-
-
 def _windows(say, subject, fraction):
   bar = {"last": 0.0}
 
   def update(done, total):
-    fraction(_share_before("forward") + PHASE_SHARE["forward"] * done / total)
+    fraction(_share_before("forward") + phase_share()["forward"] * done /
+             total)
     now = time.perf_counter()
     if done == total or now - bar["last"] > 5.0:
       bar["last"] = now
@@ -242,7 +162,7 @@ def _timer(seconds: dict, say, name: str, fraction):
 
     def __exit__(self, *exc):
       seconds[self.what] = time.perf_counter() - self.start
-      fraction(_share_before(self.what) + PHASE_SHARE[self.what])
+      fraction(_share_before(self.what) + phase_share()[self.what])
   return Timed
 
 
@@ -280,100 +200,15 @@ def unique_name(name: str, taken) -> str:
   return out
 
 
-def _f(value, digits=3):
-  return "-" if value is None or (isinstance(value, float) and
-                                  math.isnan(value)) else f"{value:.{digits}g}"
-
-
-def tables(results: dict) -> dict[str, list[dict]]:
-  """One table per result: rows {result, <model>..., paper}."""
-  names = list(results)
-
-  def row(label, paper, fn):
-    r = {"result": label}
-    for n in names:
-      try:
-        r[n] = fn(results[n])
-      except (KeyError, IndexError, StopIteration):
-        r[n] = "-"
-    r["paper"] = paper
-    return r
-
-  b2 = lambda n: next(x for x in n["edit"]["table"] if x["variant"] == "b=2")
-  out = {"subject": [
-      row("family / V / d / layers", "",
-          lambda n: f"{n['subject']['family']} / {n['subject']['V']} / "
-                    f"{n['subject']['d']} / {n['subject']['layers']}"),
-      row("probed: tokens (windows x window), forward s", "",
-          lambda n: f"{n['pass']['tokens']} ({n['pass']['windows']} x "
-                    f"{n['pass']['window']}), {n['seconds']['forward']:.0f}"
-                    " s"),
-      row("total time (s)", "", lambda n: f"{n['seconds']['total']:.0f}")],
-         "sanity": [
-      row("perplexity, probed text", "", lambda n: _f(
-          n["sanity"]["perplexity"], 4)),
-      row("perplexity, modern prose (python_docs / paragraph)",
-          PAPER["perplexity"], lambda n: f"{_f(n['sanity']['perplexity_ood'], 3)}"
-          f" / {_f(n['sanity']['perplexity_prose'], 3)}"),
-      row("top-1 accuracy, probed text", "", lambda n: _f(
-          n["sanity"]["top1_accuracy"])),
-      row("greedy continuation", "", lambda n: repr(
-          n["sanity"]["continuation"].strip())[:80])],
-         "seed002": [
-      row("eq. (10): gradient norm destroyed, all tokens",
-          PAPER["norm_ratio"], lambda n: _f(n["gradient"]["norm_ratio"])),
-      row("random direction: sqrt(1 - d/V)", "", lambda n: _f(
-          n["gradient"]["random_direction_ratio"])),
-      row("per token: 5% / 50% / 95% quantiles", "", lambda n: " / ".join(
-          _f(v) for v in n["gradient"]["per_token_quantiles"].values())),
-      row("App. D: mean cos(g, P_W g)", PAPER["mean_cosine"],
-          lambda n: _f(n["gradient"]["mean_cosine"]))],
-         "seed003": [
-      row("Table 1: adj. R^2 of -log alpha on W (random / shuffled)",
-          PAPER["adj_r2"], lambda n: f"{_f(n['encoding']['adj_r2'])} ("
-          f"{_f(n['encoding']['random_adj_r2'], 2)} / "
-          f"{_f(n['encoding']['shuffled_adj_r2'], 2)})"),
-      row("Fig. 3: max |Spearman| of the top 3 PCs", PAPER["top_pc"],
-          lambda n: _f(n["encoding"]["top_pc_abs_spearman"])),
-      row("Algorithm 1: e_local at b = 2 (unedited)", PAPER["e_local"],
-          lambda n: f"{_f(b2(n)['e_local'], 2)} "
-                    f"({_f(n['edit']['unedited_error'], 2)})"),
-      row("Fig. 6: KL at 30% / 50% removed, saliency", PAPER["prune"],
-          lambda n: f"{_f(n['prune']['saliency'][3])} / "
-                    f"{_f(n['prune']['saliency'][5])}"),
-      row("Fig. 6: same, adversarial order", "",
-          lambda n: f"{_f(n['prune']['adversarial'][3])} / "
-                    f"{_f(n['prune']['adversarial'][5])}")],
-         "seed001": [
-      row("App. A: tokens for 0.9 of the mass, median (mean)",
-          PAPER["tokens_for_0.9"],
-          lambda n: f"{n['cumulative']['tokens_for_0.9_median']:.0f} "
-                    f"({n['cumulative']['tokens_for_0.9_mean']:.0f}) of "
-                    f"{n['subject']['V']}"),
-      row("App. E: row-norm std / mean, trained (Gaussian)",
-          PAPER["rowstats"], lambda n: _ratio(n["rowstats"], "norm")),
-      row("App. E: row-norm spread Q8_0 storage adds (worst case)", "",
-          _quantisation),
-      row("App. E: mean cosine of row pairs, trained (Gaussian)", "",
-          lambda n: f"{_f(n['rowstats']['trained']['cos_mean'])} "
-                    f"({_f(n['rowstats']['random']['cos_mean'], 2)})"),
-      row("Figure 1: largest m with all subsets selectable, trained "
-          "(Gaussian)", PAPER["figure1"], _m_all)]}
-  return out
-
-
-def _ratio(stats, key):
-  t, r = stats["trained"], stats["random"]
-  return (f"{_f(t['norm_std'] / t['norm_mean'])} "
-          f"({_f(r['norm_std'] / r['norm_mean'], 2)})")
-
-
-def _quantisation(n) -> str:
-  q = n["rowstats"].get("quantisation")
-  if not q:
-    return "-"
-  return (f"{_f(q['noise_rel_rms'])} ({_f(q['bound_rel_median'])}); "
-          f"unquantised ~{_f(q['unquantised_spread_est'])}")
+SUBJECT_ROWS = (
+    Row("subject", "family / V / d / layers", "",
+        lambda n: f"{n['subject']['family']} / {n['subject']['V']} / "
+                  f"{n['subject']['d']} / {n['subject']['layers']}"),
+    Row("subject", "probed: tokens (windows x window), forward s", "",
+        lambda n: f"{n['pass']['tokens']} ({n['pass']['windows']} x "
+                  f"{n['pass']['window']}), {n['seconds']['forward']:.0f} s"),
+    Row("subject", "total time (s)", "",
+        lambda n: f"{n['seconds']['total']:.0f}"))
 
 
 def _m_all(n) -> str:
@@ -386,32 +221,65 @@ def _m_all(n) -> str:
           f"{f1['trials']} subsets per m")
 
 
-FIGURES = ("gradient_destroyed", "gradient_efficiency", "encoding_mlr",
-           "encoding_spearman", "edit_scales", "prune", "cumulative",
-           "rowstats", "figure1")
+# Seed 001 Figure 1 on each head (the LPs `figure1` runs after the probes).
+FIGURE1_ROW = Row(
+    "seed001", "Figure 1: largest m with all subsets selectable, trained "
+    "(Gaussian)", "trained GPT-2 head close to a random one of its size, "
+    "all subsets selectable to m ~ 95 = d/8 (seed 001 Fig. 1)", _m_all)
+FIGURE1_FIGURE = Figure(
+    "figure1", "Seed 001 Figure 1 on each trained head: fraction of random "
+    "m-subsets the LP certifies selectable, against a Gaussian matrix of the "
+    "same shape and the closed-form bound.", lambda by: io_plots.topm_panels(
+        {n: ({"trained head": f["trained"], "Gaussian, same shape":
+              f["gaussian"]}, tuple(f["shape"])) for n, f in by.items()}))
+
+
+def _rows() -> list[Row]:
+  return [*SUBJECT_ROWS, *(r for p in registry.compared() for r in p.rows),
+          FIGURE1_ROW]
+
+
+def _overlays() -> list[tuple[str, Figure]]:
+  """(result key, figure) of every figure the comparison overlays."""
+  return [*((p.name, f) for p in registry.compared() for f in p.figures
+            if f.overlay), ("figure1", FIGURE1_FIGURE)]
+
+
+def figure_names() -> tuple[str, ...]:
+  return tuple(f.name for _, f in _overlays())
+
+
+def captions() -> dict[str, str]:
+  """The caption of every overlay figure."""
+  return {f.name: f.caption for _, f in _overlays()}
+
+
+def paper() -> dict[str, str]:
+  """The papers' numbers the tables quote, by row label."""
+  return {r.label: r.paper for r in _rows() if r.paper}
+
+
+def tables(results: dict) -> dict[str, list[dict]]:
+  """One table per probe_spec.TABLES key: rows {result, <model>...,
+  paper}."""
+  out = {}
+  for r in _rows():
+    row = {"result": r.label}
+    for name, numbers in results.items():
+      try:
+        row[name] = r.cell(numbers)
+      except (KeyError, IndexError, StopIteration):
+        row[name] = "-"
+    row["paper"] = r.paper
+    out.setdefault(r.table, []).append(row)
+  return {k: out[k] for k in probe_spec.TABLES if k in out}
 
 
 def figures(results: dict) -> dict:
   """Overlays of every model's curves, one figure per result."""
-  pick = lambda key: {n: r[key] for n, r in results.items() if key in r}
-  out = {
-      "gradient_destroyed": plots.destroyed_histogram(pick("gradient")),
-      "gradient_efficiency": plots.efficiency(
-          {n: g["efficiency"] for n, g in pick("gradient").items()}),
-      "encoding_mlr": plots.mlr_fit(
-          {n: e["scatter"] for n, e in pick("encoding").items()}),
-      "encoding_spearman": plots.spearman(
-          {n: e["profiles"] for n, e in pick("encoding").items()}),
-      "edit_scales": plots.edit_scales(
-          {n: e["curve"] for n, e in pick("edit").items()}),
-      "prune": plots.prune(pick("prune")),
-      "cumulative": plots.cumulative(pick("cumulative")),
-      "rowstats": plots.rowstats(
-          {n: r["histograms"] for n, r in pick("rowstats").items()}),
-  }
-  f1 = pick("figure1")
-  if f1:
-    out["figure1"] = io_plots.topm_panels(
-        {n: ({"trained head": f["trained"], "Gaussian, same shape":
-              f["gaussian"]}, tuple(f["shape"])) for n, f in f1.items()})
+  out = {}
+  for key, f in _overlays():
+    by_model = {n: r[key] for n, r in results.items() if key in r}
+    if by_model:
+      out[f.name] = f.overlay(by_model)
   return out

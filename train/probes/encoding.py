@@ -1,27 +1,23 @@
 """Seed 003 on a trained head: probabilities encoded in output embeddings.
 
-Table 1 / Fig. 3 (`encoding_probe`, alpha over every position of a Pass),
-Algorithm 1 editing (`edit_probe`) and dimension removal (`prune_probe`) on
-capped subsets of positions whose distributions are held (the counts are
-returned), and the frequency probe across a run's checkpoints
-(`frequency_probe`).
+Table 1 / Fig. 3 (`encoding_probe`, alpha over every position of a Pass)
+and Algorithm 1 editing (`edit_probe`) on capped subsets of positions whose
+distributions are held (the counts are returned). Their specs: ENCODING,
+EDIT. Dimension removal (Fig. 6) is train/probes/pruning.py, the frequency
+probe (Fig. 7) train/probes/frequency.py.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import encoding
 from train.probes import plots
-from train.probes.forward import (PASS_CHUNK_BYTES, Pass, device_head,
-                                  position_cap, probabilities, rows_per_step)
-from train.text import data
-from train.training import runs
+from train.probes.forward import (Pass, device_head, position_cap,
+                                  probabilities)
+from train.probes.spec import Figure, Probe, Row, fmt
 
 
 def _embeddings(subject):
@@ -31,7 +27,7 @@ def _embeddings(subject):
   return w if b is None else np.hstack([w, b[:, None]])
 
 
-def _moments(subject, name: str) -> encoding.Moments:
+def moments(subject, name: str) -> encoding.Moments:
   """encoding.moments of the subject's 'E' (`_embeddings`) or 'W' (the
   head), once per subject: the probes below fit on the same head four
   times."""
@@ -50,11 +46,11 @@ def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
   None: all)."""
   alpha = pass_.alpha
   e = _embeddings(subject)
-  out = encoding.probability_mlr(alpha, e, e_moments=_moments(subject, "E"))
+  out = encoding.probability_mlr(alpha, e, e_moments=moments(subject, "E"))
   fit = out.pop("fit")
   w, b = subject.head()
   out.update(adj_r2_without_bias=out["adj_r2"] if b is None else
-             encoding.mlr(-np.log(alpha), w, _moments(subject, "W"))[
+             encoding.mlr(-np.log(alpha), w, moments(subject, "W"))[
                  "adj_r2"],
              tied=bool(subject.cfg.tied), V=int(w.shape[0]),
              D=int(w.shape[1]), positions=pass_.tokens)
@@ -62,7 +58,7 @@ def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
     out["adj_r2_input_embeddings"] = encoding.mlr(
         -np.log(alpha), subject.input_embeddings())["adj_r2"]
   prof = encoding.spearman_profiles(alpha, w,
-                                    e_moments=_moments(subject, "W"),
+                                    e_moments=moments(subject, "W"),
                                     columns=profile_columns)
   out["top_pc_abs_spearman"] = float(prof["pc_abs_spearman"][:3].max())
   out["median_dim_abs_spearman"] = float(np.median(prof["dim_abs_spearman"]))
@@ -130,7 +126,7 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   detect, ident = _split_positions(pass_, cap)
   local = _Cached(subject, detect)
   e = _embeddings(subject)
-  fit = encoding.mlr(-np.log(local.alpha), e, _moments(subject, "E"))
+  fit = encoding.mlr(-np.log(local.alpha), e, moments(subject, "E"))
   rng = np.random.default_rng(seed)
   chosen = rng.choice(e.shape[0], size=tokens, replace=False)
   ratios = sorted({r for s in scales for r in (s, 1.0 / s)})
@@ -183,155 +179,44 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
               "edit_scales": plots.edit_scales({subject.name: curve})}
 
 
-def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
-                ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)):
-  """Seed 003 §4 / Fig. 6: zero output-embedding dimensions by MLR saliency
-  (alpha over every position of the Pass) and measure the KL of the mean
-  distribution on `positions` out-of-domain positions.
-
-  Both removal orders are one column order of W read from either end
-  (saliency removes its least salient prefix, the adversarial order the
-  same columns' most salient suffix), so every ratio of both comes from
-  one forward and one backward sweep over column blocks
-  (`_mean_softmax_kept`): two products H W^T in all, not one per ratio.
-  """
-  w, b = subject.head()
-  d = w.shape[1]
-  if any(not 0.0 <= r <= 1.0 for r in ratios):
-    raise ValueError(f"`ratios` must lie in [0, 1]; got {list(ratios)}.")
-  slopes = encoding.mlr(-np.log(pass_.alpha), w,
-                        _moments(subject, "W"))["slopes"]
-  order = encoding.removal_order(slopes)  # Least salient first.
-  counts = [int(round(r * d)) for r in ratios]
-  bounds = tuple(sorted({0, d} | set(counts) | {d - c for c in counts}))
-  h = ood_pass.h[:positions]
-  cols, inside = _column_blocks(bounds)
-  w_dev, b_dev = device_head(subject)  # The Pass's copy: no new one.
-  means = np.asarray(_mean_softmax_kept(
-      jnp.asarray(h[:, order]), _blocks_of_wt(w_dev, order[cols], inside),
-      b_dev, bounds, float(subject.cfg.logit_softcap),
-      rows_per_step(w.shape[0], budget=PASS_CHUNK_BYTES,
-                    positions=len(h))), np.float64)
-  last = len(bounds) - 1  # means: [kept_first, kept_from] x (last + 1).
-  base = means[1, 0] = means[0, last]  # Nothing removed (one sum order).
-  out = {"ratios": list(ratios), "positions": int(len(h)),
-         "saliency": [encoding.kl(base, means[1, bounds.index(c)])
-                      for c in counts],
-         "adversarial": [encoding.kl(base, means[0, bounds.index(d - c)])
-                         for c in counts]}
-  return out, {"prune": plots.prune({subject.name: out})}
+def _e_local_b2(n) -> str:
+  b2 = next(x for x in n["edit"]["table"] if x["variant"] == "b=2")
+  return f"{fmt(b2['e_local'], 2)} ({fmt(n['edit']['unedited_error'], 2)})"
 
 
-def _column_blocks(bounds):
-  """Columns of each block between consecutive bounds, zero-padded to the
-  widest: ([L, width] indices, [L, width] 0/1 inside the block)."""
-  starts, widths = np.asarray(bounds[:-1]), np.diff(bounds)
-  cols = starts[:, None] + np.arange(widths.max())[None, :]
-  inside = cols < starts[:, None] + widths[:, None]
-  return np.minimum(cols, bounds[-1] - 1), inside.astype(np.float32)
+ENCODING = Probe(
+    "encoding", "pass",
+    lambda ctx: encoding_probe(ctx.subject, ctx.own, profile_columns=(
+        ctx.settings.profile_columns or None)),
+    figures=(
+        Figure("encoding_mlr", "-log alpha_w against its linear fit on the "
+               "output embedding E_w (seed 003 eq. 2, Table 1).",
+               lambda by: plots.mlr_fit(
+                   {n: e["scatter"] for n, e in by.items()})),
+        Figure("encoding_spearman", "|Spearman r| between alpha and each "
+               "principal component / dimension of W (seed 003 Fig. 3).",
+               lambda by: plots.spearman(
+                   {n: e["profiles"] for n, e in by.items()}))),
+    share=0.07, rows=(
+        Row("seed003", "Table 1: adj. R^2 of -log alpha on W (random / "
+            "shuffled)", "0.86-0.89 (seed 003 Table 1: GPT-2 0.892)",
+            lambda n: f"{fmt(n['encoding']['adj_r2'])} ("
+                      f"{fmt(n['encoding']['random_adj_r2'], 2)} / "
+                      f"{fmt(n['encoding']['shuffled_adj_r2'], 2)})"),
+        Row("seed003", "Fig. 3: max |Spearman| of the top 3 PCs",
+            "a few top PCs carry the signal (seed 003 Fig. 3)",
+            lambda n: fmt(n["encoding"]["top_pc_abs_spearman"]))))
 
-
-@jax.jit
-def _blocks_of_wt(w_vxd, cols_lxk, inside_lxk):
-  """W^T's rows gathered into blocks, [L, width, V] (one fused gather: no
-  transposed copy of W)."""
-  return w_vxd.T[cols_lxk] * inside_lxk[..., None]
-
-
-@functools.partial(jax.jit, static_argnames=("bounds", "softcap", "chunk"))
-def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
-                       chunk: int):
-  """Mean over rows of softmax(H_K W_K^T + b) for the kept column sets K =
-  [0, bounds[j]) (out[0, j]) and [bounds[j], D) (out[1, j]), j = 0..L,
-  with wt_lxkxv = `_blocks_of_wt` of the blocks between consecutive bounds.
-
-  Zeroing columns of W is zeroing them in H. The logits of a kept prefix
-  (suffix) are a sum of products over the L column blocks, accumulated
-  block by block by a forward (backward) lax.scan: each block's product
-  once per sweep, one logits buffer alive. Rows `chunk` at a time (the
-  Pass's 128 MiB of logits a step, faster than smaller steps).
-  """
-  n = h_nxd.shape[0]
-  v = wt_lxkxv.shape[2]
-  pad = -n % chunk
-  cols, inside = _column_blocks(bounds)
-  h = jnp.pad(h_nxd, ((0, pad), (0, 0)))[:, cols] * inside[None]  # [n, L, k]
-  valid = (jnp.arange(n + pad) < n).reshape(-1, chunk).astype(jnp.float32)
-
-  def probs(z):
-    z = z if b_v is None else z + b_v[None, :]
-    return jax.nn.softmax(softcap * jnp.tanh(z / softcap) if softcap else z,
-                          axis=-1)
-
-  def one(acc, args):
-    hc, m = args  # [chunk, L, width], [chunk]
-
-    def add(z, xs):
-      z = z + xs[0] @ xs[1]
-      return z, jnp.einsum("cv,c->v", probs(z), m)
-
-    zero = jnp.zeros((chunk, v), jnp.float32)
-    xs = (jnp.moveaxis(hc, 1, 0), wt_lxkxv)
-    _, kept_first = jax.lax.scan(add, zero, xs)  # [0, bounds[j + 1]).
-    _, kept_from = jax.lax.scan(add, zero, xs, reverse=True)  # [bounds[j], D).
-    return acc + jnp.stack([kept_first, kept_from]), None
-
-  sums, _ = jax.lax.scan(one, jnp.zeros((2, len(bounds) - 1, v)), (
-      h.reshape(-1, chunk, *h.shape[1:]), valid))
-  # Nothing kept: softmax of the bias, or uniform (a softmax of constant
-  # zeros costs XLA a long constant folding at V = 262144).
-  empty = (jnp.full((1, v), 1.0 / v) if b_v is None else
-           probs(jnp.zeros((1, v))))
-  empty = jnp.broadcast_to(empty[None], (2, 1, v)) * n
-  return jnp.concatenate([jnp.concatenate([empty[:1], sums[:1]], 1),
-                          jnp.concatenate([sums[1:], empty[1:]], 1)]) / n
-
-
-def frequency_probe(subject):
-  """Seed 003 §5 / Fig. 7: frequency encoding across a run's checkpoints.
-
-  Rows per checkpoint (step 0: the run's initial parameters): adj. R^2 of
-  -log corpus frequency on W, the convergence rate (Chen et al. 2022) of
-  the head, the input embedding and the first attention's q, k, v, and the
-  validation loss the run logged at that step (None where it logged
-  none)."""
-  if subject.workdir is None:
-    raise ValueError("the frequency probe needs a `workdir` with "
-                     "checkpoints (real HF weights have no training history).")
-  config, cfg = subject.config, subject.cfg
-  if config.train.get("init"):
-    raise ValueError(f"run {subject.workdir!r} started from "
-                     f"train.init={config.train.init!r}: the frequency probe "
-                     "follows a run trained from scratch.")
-  tok = data.tokenizer_for(config.data)
-  meta = data.build_shards(config.data, tok)
-  counts = np.bincount(np.memmap(meta["train"], dtype=meta["dtype"],
-                                 mode="r"), minlength=cfg.vocab_size)
-  losses = {r["step"]: r["val_loss"] for r in runs.metrics(subject.workdir)
-            if "val_loss" in r}
-  parts = lambda p: {"head": np.asarray(cfg.head_weights(p)[0]),
-                     "wte": np.asarray(cfg.input_embeddings(p)),
-                     "qkv_0": _first_qkv(p)}
-  init, final = parts(cfg.init_params(config.seed)), parts(subject.params)
-  rows = []
-  for step in [0] + [s for s in runs.steps(subject.workdir) if s]:
-    now = init if step == 0 else parts(
-        runs.restore_params(subject.workdir, config, step)[0])
-    row = {"step": step,
-           "adj_r2": encoding.frequency_r2(now["head"], counts)}
-    for name in now:
-      row[f"conv_{name}"] = encoding.convergence_rate(now[name], init[name],
-                                                      final[name])
-    rows.append(dict(row, val_loss=losses.get(step)))
-  return ({"rows": rows, "run": subject.workdir, "V": cfg.vocab_size},
-          {"frequency": plots.frequency(rows)})
-
-
-def _first_qkv(params) -> np.ndarray:
-  """The first block's query-key-value map, flattened: GPT's fused c_attn
-  kernel, or the llama-like q, k, v kernels side by side."""
-  p = params["params"]
-  if "h_0" in p:
-    return np.ravel(p["h_0"]["attn"]["c_attn"]["kernel"])
-  attn = p["layer_0"]["attn"]
-  return np.concatenate([np.ravel(attn[k]["kernel"]) for k in "qkv"])
+EDIT = Probe(
+    "edit", "passes",
+    lambda ctx: edit_probe(ctx.subject, ctx.own, ctx.ood,
+                           ctx.settings.edit_tokens,
+                           ctx.settings.edit_positions,
+                           seed=ctx.settings.seed),
+    figures=(Figure("edit_scales", "Requested vs measured scaling of a "
+                    "token's mean probability after Algorithm 1's edit "
+                    "(b = 2).", lambda by: plots.edit_scales(
+                        {n: e["curve"] for n, e in by.items()})),),
+    share=0.07, rows=(
+        Row("seed003", "Algorithm 1: e_local at b = 2 (unedited)",
+            "0.19 at b = 2 (seed 003 Table 2, GPT-2)", _e_local_b2),))

@@ -3,7 +3,7 @@
 Eq. (10) and App. D's cosine over every position of a Pass (its head pass
 summed them); Fig. 7 profiles, Fig. 2 ranks and Fig. 8 efficiency on the
 first positions, as many as fit `budget_bytes` of V-wide rows (the count
-used is returned).
+used is returned). Its spec: GRADIENT.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 from bottleneck import gradient, logit_gradients
 from train.probes import forward, plots
 from train.probes.forward import Pass, position_cap
+from train.probes.spec import Figure, Probe, Row, fmt
 
 
 RANDOM_HEAD_ENTRIES = 1 << 24  # Largest V x D given a Gaussian twin.
@@ -113,3 +114,31 @@ def _histogram(values, bins: int = 50) -> dict:
   """Counts over [0, 1] (JSON-friendly, for overlays across models)."""
   counts, edges = np.histogram(values, bins=bins, range=(0.0, 1.0))
   return {"edges": edges.tolist(), "counts": counts.tolist()}
+
+
+GRADIENT = Probe(
+    "gradient", "pass", lambda ctx: gradient_probe(ctx.subject, ctx.own),
+    figures=(
+        Figure("gradient_destroyed", "Per-token share of the logit-gradient "
+               "norm that W^T destroys (seed 002 eq. 10); dotted: what a "
+               "random direction would lose, sqrt(1 - D/V).",
+               plots.destroyed_histogram),
+        Figure("gradient_profiles", "Full vs projected gradient "
+               "coefficients, sorted (seed 002 Fig. 7)."),
+        Figure("gradient_rank", "Rank of the logit gradient against tokens "
+               "(seed 002 Fig. 2)."),
+        Figure("gradient_efficiency", "Loss change after moving the logits "
+               "along the gradient, directly or through H (seed 002 Fig. "
+               "8).", lambda by: plots.efficiency(
+                   {n: g["efficiency"] for n, g in by.items()}))),
+    share=0.03, gradient_sums=True, rows=(
+        Row("seed002", "eq. (10): gradient norm destroyed, all tokens",
+            "95-99% (seed 002 Fig. 6: GPT-2, Pythia, Llama 3, Qwen3)",
+            lambda n: fmt(n["gradient"]["norm_ratio"])),
+        Row("seed002", "random direction: sqrt(1 - d/V)", "",
+            lambda n: fmt(n["gradient"]["random_direction_ratio"])),
+        Row("seed002", "per token: 5% / 50% / 95% quantiles", "",
+            lambda n: " / ".join(
+                fmt(v) for v in n["gradient"]["per_token_quantiles"].values())),
+        Row("seed002", "App. D: mean cos(g, P_W g)", "0.1-0.2 (seed 002 App. D)",
+            lambda n: fmt(n["gradient"]["mean_cosine"]))))

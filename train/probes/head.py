@@ -7,6 +7,8 @@
                     `keep`) as prescribed probabilities for the LP
   rowstats_probe    App. E / Fig. 7: row norms and cosines vs random
   quantisation      what a GGUF's Q8_0 storage can do to the row norms
+
+Their specs (train/probes/spec.py): SANITY, CUMULATIVE, ROWSTATS.
 """
 
 from __future__ import annotations
@@ -14,11 +16,23 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import head_stats
-from bottleneck.io import gguf_file
-from train.models import generate
-from train.probes import plots
+from bottleneck.io import gguf_file, zoo
+from train.models import generate, loaders
+from train.probes import forward, plots
 from train.probes.forward import (Pass, device_head, position_cap,
                                   probabilities)
+from train.probes.spec import Context, Figure, Probe, Row, fmt
+
+# Modern encyclopaedia-style English written for this project (96 words).
+PROSE = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in "
+    "Paris, France. It is named after the engineer Gustave Eiffel, whose "
+    "company designed and built the tower from 1887 to 1889. It was "
+    "constructed as the centrepiece of the 1889 World's Fair, and to crown "
+    "the centennial anniversary of the French Revolution. Although initially "
+    "criticised by some of France's leading artists and intellectuals for "
+    "its design, it has since become a global cultural icon of France and "
+    "one of the most recognisable structures in the world.")
 
 
 def continuation(subject, prompt: str, new_tokens: int) -> str:
@@ -41,6 +55,19 @@ def sanity_probe(subject, pass_: Pass, prompt: str = "The capital of France "
          "prompt": prompt,
          "continuation": continuation(subject, prompt, new_tokens)}
   return out, {}
+
+
+def prose_perplexity(subject) -> float:
+  """The subject's perplexity on PROSE (one window, BOS first where the
+  model uses one): 5.9 (SmolLM2-135M) and 7.4 (Gemma 3 270M) when loaded
+  right."""
+  ids = subject.tokenizer.encode(PROSE)
+  if subject.tokenizer.bos_id is not None:
+    ids = [subject.tokenizer.bos_id] + ids
+  ids = np.asarray(ids[:subject.cfg.block_size + 1], np.int32)
+  p = forward.run(subject, ids[None, :-1], ids[None, 1:], "prose",
+                  gradient_sums=False)
+  return p.perplexity()
 
 
 def _sub_probabilities(subject, pass_: Pass, positions: int,
@@ -109,3 +136,81 @@ def quantisation(path: str, w_vxd) -> dict | None:
           # is the unquantised spread^2 plus the noise^2.
           "unquantised_spread_est": float(np.sqrt(max(spread**2 - added**2,
                                                       0.0)))}
+
+
+def _sanity(ctx: Context):
+  s = ctx.settings
+  out, figs = sanity_probe(ctx.subject, ctx.own, s.prompt, s.new_tokens)
+  if ctx.ood is not None:  # The comparison: modern prose too.
+    out.update(perplexity_ood=ctx.ood.perplexity(),
+               perplexity_prose=prose_perplexity(ctx.subject))
+  return out, figs
+
+
+def _rowstats(ctx: Context):
+  w = np.asarray(ctx.subject.head()[0])
+  out, figs = rowstats_probe(w, ctx.subject.name, ctx.settings.seed)
+  if ctx.model.partition(":")[0] in zoo.NAMES + ("gguf",):
+    out["quantisation"] = quantisation(loaders.path_of(ctx.model)[1], w)
+  return out, figs
+
+
+def _norm_spread(n) -> str:
+  t, r = n["rowstats"]["trained"], n["rowstats"]["random"]
+  return (f"{fmt(t['norm_std'] / t['norm_mean'])} "
+          f"({fmt(r['norm_std'] / r['norm_mean'], 2)})")
+
+
+def _quantisation_cell(n) -> str:
+  q = n["rowstats"].get("quantisation")
+  if not q:
+    return "-"
+  return (f"{fmt(q['noise_rel_rms'])} ({fmt(q['bound_rel_median'])}); "
+          f"unquantised ~{fmt(q['unquantised_spread_est'])}")
+
+
+SANITY = Probe(
+    "sanity", "pass", _sanity, share=0.03, rows=(
+        Row("sanity", "perplexity, probed text", "",
+            lambda n: fmt(n["sanity"]["perplexity"], 4)),
+        Row("sanity", "perplexity, modern prose (python_docs / paragraph)",
+            "a 135M-270M LM on modern prose: ~10-30",
+            lambda n: f"{fmt(n['sanity']['perplexity_ood'], 3)} / "
+                      f"{fmt(n['sanity']['perplexity_prose'], 3)}"),
+        Row("sanity", "top-1 accuracy, probed text", "",
+            lambda n: fmt(n["sanity"]["top1_accuracy"])),
+        Row("sanity", "greedy continuation", "",
+            lambda n: repr(n["sanity"]["continuation"].strip())[:80])))
+
+CUMULATIVE = Probe(
+    "cumulative", "pass",
+    lambda ctx: cumulative_probe(ctx.subject, ctx.own,
+                                 ctx.settings.cumulative_positions),
+    figures=(Figure("cumulative", "Mean probability mass of the m most "
+                    "likely tokens (seed 001 App. A / Fig. 4).",
+                    plots.cumulative),),
+    share=0.02, rows=(
+        Row("seed001", "App. A: tokens for 0.9 of the mass: where the mean "
+            "curve reaches it (per position: median / mean)",
+            "~200 of 50257 (seed 001 App. A, GPT-2)",
+            lambda n: f"{n['cumulative']['tokens_for_0.9_of_mean_curve']:.0f}"
+                      f" ({n['cumulative']['tokens_for_0.9_median']:.0f} / "
+                      f"{n['cumulative']['tokens_for_0.9_mean']:.0f}) of "
+                      f"{n['subject']['V']}"),))
+
+ROWSTATS = Probe(
+    "rowstats", "subject", _rowstats,
+    figures=(Figure("rowstats", "Row norms and pairwise cosines of each head "
+                    "against a Gaussian matrix of its shape (seed 001 App. "
+                    "E / Fig. 7).", lambda by: plots.rowstats(
+                        {n: r["histograms"] for n, r in by.items()})),),
+    share=0.02, rows=(
+        Row("seed001", "App. E: row-norm std / mean, trained (Gaussian)",
+            "trained rows vary more in norm, mostly positive cosines "
+            "(seed 001 App. E)", _norm_spread),
+        Row("seed001", "App. E: row-norm spread Q8_0 storage adds (worst "
+            "case)", "", _quantisation_cell),
+        Row("seed001", "App. E: mean cosine of row pairs, trained "
+            "(Gaussian)", "",
+            lambda n: f"{fmt(n['rowstats']['trained']['cos_mean'])} "
+                      f"({fmt(n['rowstats']['random']['cos_mean'], 2)})")))

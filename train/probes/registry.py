@@ -1,29 +1,36 @@
-"""The probes by name: what `python -m train.probe --probe=NAME` runs.
-
-Every probe but `frequency` and `rowstats` reads one forward.Pass of the
-subject over its text; `edit` and `prune` read a second Pass over an
-out-of-domain text.
+"""The probes by name: what `python -m train.probe --probe=NAME` runs and
+what `compare` runs on every model (train/probes/spec.py: one Probe per
+probe, one line here).
 """
 
 from __future__ import annotations
 
-from train.probes import encoding, forward, gradient, head, subjects
+from train.probes import (encoding, forward, frequency, gradient, head,
+                          pruning, spec, subjects)
 
-# Probe -> the figures it draws (known before it runs: --plot is checked
-# before any computation).
-FIGURES = {
-    "sanity": (),
-    "gradient": ("gradient_destroyed", "gradient_profiles", "gradient_rank",
-                 "gradient_efficiency"),
-    "encoding": ("encoding_mlr", "encoding_spearman"),
-    "edit": ("edit_scales",),
-    "prune": ("prune",),
-    "frequency": ("frequency",),
-    "cumulative": ("cumulative",),
-    "rowstats": ("rowstats",),
-}
-PROBES = tuple(FIGURES)
+SPECS = {p.name: p for p in (
+    head.SANITY,
+    gradient.GRADIENT,
+    encoding.ENCODING,
+    encoding.EDIT,
+    pruning.PRUNE,
+    head.CUMULATIVE,
+    head.ROWSTATS,
+    frequency.FREQUENCY,
+)}
+PROBES = tuple(SPECS)
 DEFAULT_WINDOW = 1024  # Tokens per window of a real LLM (<= its context).
+
+
+def figures_of(probe: str) -> tuple[str, ...]:
+  """The figures `probe` draws (known before it runs: --plot is checked
+  before any computation)."""
+  return tuple(f.name for f in SPECS[probe].figures)
+
+
+def compared() -> list[spec.Probe]:
+  """The probes the comparison runs on every model, in order."""
+  return [p for p in SPECS.values() if p.share]
 
 
 def window_length(subject, window: int | None) -> int:
@@ -41,45 +48,32 @@ def run(probe: str, workdir=None, hf_dir=None, data="", ood_data="",
         window: int | None = None, progress=None):
   """(numbers, figures) of one probe on a run folder, an HF folder or a
   `model` spec (subjects.SPECS)."""
-  if probe not in FIGURES:
+  if probe not in SPECS:
     raise ValueError(f"`probe` must be one of {PROBES}; got {probe!r}.")
+  p = SPECS[probe]
   subjects.check_text_spec(data, "data")
   subjects.check_text_spec(ood_data, "ood_data")
   subject = subjects.load_subject(workdir, hf_dir, model, dtype)
-  if probe == "frequency":
-    return encoding.frequency_probe(subject)
-  if probe == "rowstats":
-    return head.rowstats_probe(subject.head()[0], subject.name, seed)
+  settings = spec.Settings(windows=n_windows, window=window or 0, seed=seed,
+                           dtype=dtype)
+  model = model or ""
+  if p.reads == "subject":
+    return p.run(spec.Context(subject, None, None, settings, model))
   t = window_length(subject, window)
   x, y = subjects.windows(subject, data, n_windows, "val", seed, t)
   ood = None
-  if probe in ("edit", "prune"):  # Its windows before the main forward.
-    ood = ood_data or subjects.other_source(subject)
+  if p.reads == "passes":  # Its windows before the main forward.
+    name = ood_data or subjects.other_source(subject)
     try:
-      ood = (ood, *subjects.windows(subject, ood, max(1, n_windows // 2),
-                                    "val", seed, t))
+      ood = (name, *subjects.windows(subject, name, max(1, n_windows // 2),
+                                     "val", seed, t))
     except ValueError as e:  # Name the flag the user gave.
-      raise ValueError(f"`ood_data` {ood!r}: {e}") from None
-  pass_ = forward.run(subject, x, y, data, gradient_sums=probe == "gradient",
+      raise ValueError(f"`ood_data` {name!r}: {e}") from None
+  own = forward.run(subject, x, y, data, gradient_sums=p.gradient_sums,
+                    progress=progress)
+  if ood is not None:
+    ood = forward.run(subject, *ood[1:], ood[0], gradient_sums=False,
                       progress=progress)
-  numbers, figures = _on_pass(probe, subject, pass_, ood, seed, progress)
-  return {"subject": subject.describe(), "pass": pass_.describe(),
+  numbers, figures = p.run(spec.Context(subject, own, ood, settings, model))
+  return {"subject": subject.describe(), "pass": own.describe(),
           **numbers}, figures
-
-
-def _on_pass(probe, subject, pass_, ood, seed, progress):
-  """`ood`: (spec, x, y) of the out-of-domain windows (edit, prune)."""
-  if probe == "sanity":
-    return head.sanity_probe(subject, pass_)
-  if probe == "gradient":
-    return gradient.gradient_probe(subject, pass_)
-  if probe == "encoding":
-    return encoding.encoding_probe(subject, pass_)
-  if probe == "cumulative":
-    return head.cumulative_probe(subject, pass_)
-  spec, x, y = ood
-  ood_pass = forward.run(subject, x, y, spec, gradient_sums=False,
-                         progress=progress)
-  if probe == "edit":
-    return encoding.edit_probe(subject, pass_, ood_pass, seed=seed)
-  return encoding.prune_probe(subject, pass_, ood_pass)

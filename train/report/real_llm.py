@@ -9,34 +9,9 @@ say where we disagree with a paper and why that may be.
 
 from __future__ import annotations
 
-from train.probes import compare
+from train.probes import compare, spec
 from train.report import section as section_lib
 from train.report.section import Section, figure, table
-
-CAPTIONS = {
-    "gradient_destroyed": "Per-token share of the logit-gradient norm that "
-                          "W^T destroys (seed 002 eq. 10); dotted: what a "
-                          "random direction would lose, sqrt(1 - d/V).",
-    "gradient_efficiency": "Loss change after moving the logits along the "
-                           "gradient, directly or through H (seed 002 Fig. "
-                           "8): the gap is what the bottleneck costs.",
-    "encoding_mlr": "-log alpha_w against its linear fit on the output "
-                    "embedding E_w (seed 003 eq. 2), 20000 random tokens.",
-    "encoding_spearman": "|Spearman r| between alpha and each principal "
-                         "component / dimension of W (seed 003 Fig. 3).",
-    "edit_scales": "Requested vs measured scaling of a token's mean "
-                   "probability after Algorithm 1's edit (b = 2).",
-    "prune": "KL of the mean next-token distribution after zeroing output-"
-             "embedding dimensions, least or most salient first (Fig. 6).",
-    "cumulative": "Mean probability mass of the m most likely tokens "
-                  "(seed 001 App. A); a few hundred tokens hold 0.9.",
-    "rowstats": "Row norms and pairwise cosines of each head against a "
-                "Gaussian matrix of its shape (seed 001 App. E).",
-    "figure1": "Seed 001 Figure 1 on each trained head: fraction of random "
-               "m-subsets the LP certifies selectable, against a Gaussian "
-               "matrix of the same shape and the closed-form bound.",
-}
-
 
 def settings_from(config) -> compare.Settings:
   c = config.real_llm
@@ -57,18 +32,15 @@ def real_llm(config, outdir: str) -> Section:
           f"`{settings.text or 'shakespeare'}` plus {settings.ood_windows} "
           f"of `{settings.ood_text}` (modern technical English); every "
           "number below comes from this run."]
-  titles = {"subject": "What was probed", "sanity": "Loaded right?",
-            "seed002": "Seed 002: the gradient bottleneck",
-            "seed003": "Seed 003: probabilities encoded in W",
-            "seed001": "Seed 001: appendices and Figure 1"}
   for key, rows in compare.tables(results).items():
-    body += [f"**{titles[key]}**", table(rows)]
+    body += [f"**{spec.TABLES[key]}**", table(rows)]
   body += [_reading(n, r, settings) for n, r in results.items()]
   body.append(_lp_budget(results, settings))
+  captions = compare.captions()
   for name, fig in compare.figures(results).items():
-    body.append(figure(fig, outdir, f"real_llm_{name}.png", CAPTIONS[name]))
+    body.append(figure(fig, outdir, f"real_llm_{name}.png", captions[name]))
   return Section(f"Real LLMs: {' vs '.join(names)}", "\n\n".join(body),
-                 {"models": results, "paper": compare.PAPER})
+                 {"models": results, "paper": compare.paper()})
 
 
 def _reading(name: str, r: dict, s) -> str:

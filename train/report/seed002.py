@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train.probes import gradient, subjects
+from train.probes import gradient, spec, subjects
 from train.report.section import (Section, figure, probe_subject, table,
                                   text_pass)
 from train.training import experiments
@@ -140,9 +140,10 @@ def lowrank_verdict(rows, flat: float = 0.01) -> str:
     worst = max(top, key=lambda r: r["fall"])
     return (f"**Cannot tell** ({PAPER_LOWRANK}): the D = {ranks[-1]} run "
             f"had not flattened (its validation loss fell {worst['fall']:.1%} "
-            f"over the last quarter of {worst['steps']} steps, criterion < "
-            f"{flat:.0%}; the criterion's quarter includes the WSD schedule's "
-            f"final decay); so far {so_far}. Longer runs would decide.")
+            f"over the last quarter of its stable phase, to step "
+            f"{worst.get('stable_until', worst['steps'])} of {worst['steps']}, "
+            f"criterion < {flat:.0%}); so far {so_far}. Longer runs would "
+            "decide.")
   if len(known) == len(speed) and min(known) > 1.0:
     return (f"**Agrees with {PAPER_LOWRANK} in direction**: {so_far}, "
             "on every seed. The magnitude is not comparable: the paper's "
@@ -252,15 +253,7 @@ def spamlang_verdict(rows, learned: float = 0.95, gap: float = 0.1) -> str:
           "as the paper's, may separate them).")
 
 
-_CAPTIONS = {
-    "gradient_destroyed": "per-token share of the logit gradient that W^T "
-                          "destroys, against sqrt(1 - D/V).",
-    "gradient_profiles": "full vs projected gradient coefficients, sorted "
-                         "(Fig. 7): the backbone sees a flattened gradient.",
-    "gradient_rank": "rank of the logit gradient against tokens (Fig. 2).",
-    "gradient_efficiency": "loss after an update of equal norm along the "
-                           "logit gradient or through H (Fig. 8).",
-}
+_CAPTIONS = spec.captions(gradient.GRADIENT)
 
 
 def _spamlang_figure(rows):

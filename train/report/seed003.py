@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 
-from train.probes import encoding, subjects
+from train.probes import encoding, frequency, pruning, spec, subjects
 from train.report.section import (Section, figure, probe_subject, table,
                                   text_pass)
 from train.training import experiments
@@ -26,11 +26,11 @@ def encoding_section(config, outdir: str) -> Section:
   enc, f_enc = encoding.encoding_probe(subject, own)
   edit, f_edit = encoding.edit_probe(subject, own, ood, tokens=c.edit_tokens,
                                      seed=config.seed)
-  prune, f_prune = encoding.prune_probe(subject, own, ood)
-  freq, f_freq = encoding.frequency_probe(subject)
+  prune, f_prune = pruning.prune_probe(subject, own, ood)
+  freq, f_freq = frequency.frequency_probe(subject)
   llama = subjects.load_subject(model="run:" + experiments.lowrank_top(
       config.lowrank, outdir)[1][0][0]["workdir"])
-  freq_llama, f_llama = encoding.frequency_probe(llama)
+  freq_llama, f_llama = frequency.frequency_probe(llama)
   figs = [figure(f, outdir, f"{n}.png", _CAPTIONS[n]) for n, f in
           {**f_enc, **f_edit, **f_prune, **f_freq}.items()]
   sal, adv = prune["saliency"], prune["adversarial"]
@@ -106,18 +106,8 @@ def frequency_verdict(rows, v: int) -> str:
           "decide.")
 
 
-_CAPTIONS = {
-    "encoding_mlr": "-log alpha_w against its linear fit on the output "
-                    "embedding (seed 003 eq. 2, Table 1).",
-    "encoding_spearman": "|Spearman r| of alpha with each principal "
-                         "component and dimension of W (Fig. 3).",
-    "edit_scales": "Requested vs measured scaling of a token's mean "
-                   "probability after Algorithm 1's edit (b = 2).",
-    "prune": "KL of the mean distribution after zeroing output-embedding "
-             "dimensions, least or most salient first (Fig. 6).",
-    "frequency": "Frequency encoded in W, and how far parameters are from "
-                 "their final values, across training (Fig. 7).",
-}
+_CAPTIONS = spec.captions(encoding.ENCODING, encoding.EDIT, pruning.PRUNE,
+                          frequency.FREQUENCY)
 
 
 def _removal_reading(sal, adv, v: int, d: int) -> str:

@@ -11,8 +11,9 @@ Sources (`data.source`):
                      'hamlet*'; '': all).
   python_docs        the Python reference manual (pydoc_data, stdlib).
   text               any local files (`data.path`: comma list of globs).
-  synthetic_stories  generated stories over a Zipfian vocabulary (needs
-                     nothing from outside; the tests' and the default's).
+  synthetic_stories  generated stories over a Zipfian vocabulary
+                     (train/text/stories.py; needs nothing from outside;
+                     the tests' and the default's).
   spamlang           seed 002's synthetic language: each sequence repeats
                      its first token, drawn uniformly from V tokens.
   shards             a folder `python -m train.prepare` wrote from .txt /
@@ -39,7 +40,7 @@ import sys
 import numpy as np
 
 from bottleneck.io import zoo
-from train.text import corpora, prepare, tokenizers
+from train.text import corpora, prepare, stories, tokenizers
 
 SOURCES = ("tinystories", "shakespeare", "python_docs", "text",
            "synthetic_stories", "spamlang", "shards")
@@ -85,52 +86,6 @@ def _text_files(cfg_data) -> list[str]:
   return files
 
 
-# Bump when synthetic_stories draws differently: the token caches of
-# the old stories then stop matching (2: draws per category).
-STORIES_VERSION = 2
-
-_NAMES = ["Lily", "Tom", "Mia", "Ben", "Sue", "Max", "Anna", "Sam", "Zoe",
-          "Leo", "Ella", "Jack"]
-_ANIMALS = ["cat", "dog", "bird", "bunny", "bear", "fox", "frog", "duck",
-            "mouse", "fish", "lion", "owl"]
-_THINGS = ["ball", "kite", "box", "cake", "book", "hat", "tree", "boat",
-           "car", "flower", "toy", "shoe", "cup", "star", "rock", "drum"]
-_ADJS = ["big", "small", "red", "happy", "sad", "shiny", "soft", "kind",
-         "funny", "brave", "old", "new"]
-_VERBS = ["play", "run", "jump", "sing", "dance", "read", "swim", "hide",
-          "draw", "bake"]
-_PLACES = ["park", "garden", "forest", "house", "beach", "school", "river",
-           "hill"]
-
-
-def synthetic_stories(n: int, seed: int = 0) -> list[str]:
-  """Short stories from templates, words drawn Zipf(1.1) per category.
-
-  Names recur within a story, so a model can learn to copy them; the word
-  frequencies are Zipfian like natural text.
-  """
-  rng = np.random.default_rng(seed)
-
-  def pick(words):  # n draws at once (not one Python call per story).
-    p = 1.0 / np.arange(1, len(words) + 1) ** 1.1
-    return np.asarray(words)[rng.choice(len(words), n, p=p / p.sum())]
-
-  names, friends = pick(_NAMES), pick(_NAMES)
-  animals, things, places = pick(_ANIMALS), pick(_THINGS), pick(_PLACES)
-  adjs, verbs, found = pick(_ADJS), pick(_VERBS), pick(_ADJS)
-  stories = []
-  for name, friend, animal, thing, place, adj, verb, adj2 in zip(
-      names, friends, animals, things, places, adjs, verbs, found):
-    stories.append(
-        f"Once upon a time, there was a {adj} {animal} named {name}. "
-        f"{name} liked to {verb} in the {place}. One day, {name} found a "
-        f"{adj2} {thing}. {name} said, \"I will show the {thing} to "
-        f"{friend}!\" {friend} was very happy. They went to {verb} with the "
-        f"{thing} all day. The {animal} and {friend} were best friends. "
-        "The end.")
-  return stories
-
-
 def corpus_files(cfg_data) -> tuple[list[str], list[str] | None]:
   """(training files, validation files), or (files, None) for a source
   split by tokens; ([], []) for a generated corpus."""
@@ -157,7 +112,7 @@ def _corpus_key(cfg_data) -> dict:
           "val": None if val is None else [zoo.sha256(f) for f in val]}
   if cfg_data.source == "synthetic_stories":
     desc.update(n=cfg_data.synthetic_stories, seed=cfg_data.seed,
-                generator=STORIES_VERSION)
+                generator=stories.VERSION)
   return desc
 
 
@@ -170,9 +125,10 @@ def _documents(cfg_data) -> tuple[list[str] | None, list[str] | None,
                                   list[str]]:
   """(train docs or None, val docs or None, files that define the corpus)."""
   if cfg_data.source == "synthetic_stories":
-    stories = synthetic_stories(cfg_data.synthetic_stories, cfg_data.seed)
-    n_val = max(1, int(len(stories) * cfg_data.val_fraction))
-    return stories[:-n_val], stories[-n_val:], []
+    docs = stories.synthetic_stories(cfg_data.synthetic_stories,
+                                     cfg_data.seed)
+    n_val = max(1, int(len(docs) * cfg_data.val_fraction))
+    return docs[:-n_val], docs[-n_val:], []
   train, val = corpus_files(cfg_data)
   if cfg_data.source != "tinystories":
     return None, None, train  # Split by tokens (the tail is validation).

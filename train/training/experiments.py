@@ -1,13 +1,18 @@
 """Experiments that train models: the runs the report and the colabs need.
 
 Each function trains (or, when the run already finished, instantly resumes)
-under <outdir>/runs/<name> with configs/ presets plus the report's step
-counts, and returns what later analysis reads: workdirs, metrics rows,
-measured numbers. Formatting is the report's business (train/report/).
+under <outdir>/runs/<name>_<digest> with configs/ presets plus the report's
+step counts, and returns what later analysis reads: workdirs, metrics rows,
+measured numbers. The digest is of the run's whole config: a folder is
+reused only by the config that made it (the trainer itself lets a run
+resume with another lr or step count). Formatting is the report's business
+(train/report/).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
@@ -26,6 +31,13 @@ def _short_run(cfg, steps: int, eval_every: int, log_every: int):
   cfg.eval_every = cfg.checkpoint_every = eval_every
   cfg.log_every, cfg.async_checkpoint = log_every, False
   return cfg
+
+
+def run_dir(outdir: str, name: str, cfg) -> str:
+  """<outdir>/runs/<name>_<first 10 hex of sha256 of the config>."""
+  digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True,
+                                     default=str).encode()).hexdigest()
+  return os.path.join(outdir, "runs", f"{name}_{digest[:10]}")
 
 
 def val_curve(rows) -> list[tuple[int, float]]:
@@ -48,9 +60,8 @@ def thesis_run(name: str, steps: int, outdir: str, source: str = "",
   cfg = _short_run(cfg, steps, max(1, steps // 8), max(1, steps // 20))
   cfg.checkpoint_every = steps
   tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{source or 'default'}-{path}")
-  workdir = os.path.join(outdir, "runs", f"thesis_{name.replace(',', '_')}"
-                         f"_{tag.strip('-')}_n{steps}_b"
-                         f"{cfg.train.batch_size}_lr{cfg.train.lr:g}")
+  workdir = run_dir(outdir, f"thesis_{name.replace(',', '_')}_"
+                    f"{tag.strip('-')}_n{steps}", cfg)
   trainer.train_and_evaluate(cfg, workdir)
   return workdir
 
@@ -74,8 +85,9 @@ def probe_model_run(steps: int, outdir: str, plays: str = "") -> str:
   """Trains (or finds) the probe subject under <outdir>/runs/."""
   name = "probe_model1_shakespeare_bpe4096" + (
       "_" + re.sub(r"[^A-Za-z0-9]+", "-", plays).strip("-") if plays else "")
-  workdir = os.path.join(outdir, "runs", name)
-  trainer.train_and_evaluate(probe_model_config(steps, plays), workdir)
+  cfg = probe_model_config(steps, plays)
+  workdir = run_dir(outdir, name, cfg)
+  trainer.train_and_evaluate(cfg, workdir)
   return workdir
 
 
@@ -93,19 +105,25 @@ def lowrank_run(d: int, seed: int, steps: int, outdir: str,
   cfg.train.warmup = max(1, steps // 20)
   cfg.checkpoint_every = every if keep_all else steps
   cfg.keep_checkpoints = 1000 if keep_all else cfg.keep_checkpoints
-  workdir = os.path.join(outdir, "runs", f"lowrank_D{d}_s{seed}_n{steps}"
-                         + ("_all" if keep_all else ""))
+  workdir = run_dir(outdir, f"lowrank_D{d}_s{seed}_n{steps}", cfg)
   trainer.train_and_evaluate(cfg, workdir)
+  decay = (max(1, int(steps * cfg.train.decay_fraction))
+           if cfg.train.schedule == "wsd" else 0)
   info = {"D": d or cfg.model.n_embd, "V": cfg.model.vocab_size,
           "seed": seed, "steps": steps, "workdir": workdir,
+          "stable_until": steps - decay,
           "tokens_per_step": cfg.train.batch_size * cfg.model.block_size}
   return info, runs.metrics(workdir)
 
 
-def flattened(curve, share: float = 0.25, tolerance: float = 0.01):
+def flattened(curve, share: float = 0.25, tolerance: float = 0.01,
+              until: int = 0):
   """(flat?, relative fall): whether a validation curve [(step, loss)]
-  fell by less than `tolerance` (relative) over its last `share` of steps:
-  the stopping criterion of the low-rank sweep's largest D."""
+  fell by less than `tolerance` (relative) over the last `share` of its
+  steps up to `until` (0: its end; a WSD run passes where its final decay
+  starts, so the decay's drop is not read as progress): the stopping
+  criterion of the low-rank sweep's largest D."""
+  curve = [p for p in curve if not until or p[0] <= until] or curve[:1]
   last_step, last = curve[-1]
   start = min(curve, key=lambda p: abs(p[0] - last_step * (1 - share)))[1]
   fall = (start - last) / start
@@ -123,7 +141,8 @@ def lowrank_top(c, outdir: str):
     steps = c.steps * 2**k
     top = [lowrank_run(largest, s, steps, outdir, c.plays, c.cpu,
                        keep_all=i == 0) for i, s in enumerate(c.seeds)]
-    flat = [flattened(val_curve(rows), tolerance=c.flat) for _, rows in top]
+    flat = [flattened(val_curve(rows), tolerance=c.flat,
+                      until=info["stable_until"]) for info, rows in top]
     if all(f for f, _ in flat) or k == c.doublings:
       return steps, top, flat
 
@@ -145,34 +164,44 @@ def lowrank_sweep(c, outdir: str) -> list[dict]:
   return out
 
 
+def spamlang_config(v: int, d: int, steps: int, lr: float = 0.0,
+                    seed: int = 0, cpu: bool = True):
+  """configs/spamlang.py at V = v, rank d (0: full), `steps` steps (lr 0:
+  the config's), as the report runs it."""
+  arg = f"V={v}" + (",cpu" if cpu else "") + (f",D={d}" if d else "") \
+      + (f",lr={lr}" if lr else "")
+  cfg = _short_run(spamlang.get_config(arg), steps, max(1, steps // 4),
+                   max(1, steps // 10))
+  cfg.seed = seed
+  cfg.checkpoint_every = steps
+  return cfg
+
+
+def spamlang_run(cfg, outdir: str) -> dict:
+  """Trains (or finds) one SpamLang run: its final validation loss and the
+  next-token accuracy on positions >= 1 of 256 held-out sequences."""
+  v, d = cfg.data.spamlang_vocab, cfg.model.get("head_rank", 0)
+  d = d if cfg.model.head == "lowrank" else 0
+  workdir = run_dir(outdir, f"spamlang_V{v}_D{d}_s{cfg.seed}_n"
+                    f"{cfg.train.steps}", cfg)
+  summary = trainer.train_and_evaluate(cfg, workdir)
+  params, mcfg, _ = trainer.load_params(workdir, cfg)
+  x, y = data.SpamLangLoader(v, mcfg.block_size, 256,
+                             cfg.seed + 10**6).batch(0)
+  logits = jax.jit(mcfg.module().apply)(params, x)
+  hits = np.argmax(logits, axis=-1) == y
+  return {"V": v, "D": d or mcfg.n_embd, "full_rank": not d,
+          "seed": cfg.seed, "steps": cfg.train.steps, "lr": cfg.train.lr,
+          "final_val_loss": summary["final_val_loss"],
+          "accuracy": float(np.mean(hits[:, 1:]))}
+
+
 def spamlang_runs(vocabs, ranks, steps: int, outdir: str, lr: float = 0.0,
                   seeds=(0,), cpu: bool = True) -> list[dict]:
-  """Seed 002 §3.2: per (V, D, seed) the final validation loss and the
-  next-token accuracy on positions >= 1 of held-out sequences (D = 0: the
-  full-rank head); configs/spamlang.py's CPU model, or Table 3's."""
-  rows = []
-  for v in vocabs:
-    for d in ranks:
-      for seed in seeds:
-        arg = f"V={v}" + (",cpu" if cpu else "") + (f",D={d}" if d else "") \
-            + (f",lr={lr}" if lr else "")
-        cfg = _short_run(spamlang.get_config(arg), steps,
-                         max(1, steps // 4), max(1, steps // 10))
-        cfg.seed = seed
-        cfg.checkpoint_every = steps
-        workdir = os.path.join(outdir, "runs", f"spamlang_V{v}_D{d}_s{seed}"
-                               f"_n{steps}" + (f"_lr{lr:g}" if lr else ""))
-        summary = trainer.train_and_evaluate(cfg, workdir)
-        params, mcfg, _ = trainer.load_params(workdir, cfg)
-        x, y = data.SpamLangLoader(v, mcfg.block_size, 256,
-                                   cfg.seed + 10**6).batch(0)
-        logits = jax.jit(mcfg.module().apply)(params, x)
-        hits = np.argmax(logits, axis=-1) == y
-        rows.append({"V": v, "D": d or mcfg.n_embd, "full_rank": not d,
-                     "seed": seed, "steps": steps, "lr": cfg.train.lr,
-                     "final_val_loss": summary["final_val_loss"],
-                     "accuracy": float(np.mean(hits[:, 1:]))})
-  return rows
+  """Seed 002 §3.2: `spamlang_run` per (V, D, seed) (D = 0: the full-rank
+  head); configs/spamlang.py's CPU model, or Table 3's."""
+  return [spamlang_run(spamlang_config(v, d, steps, lr, seed, cpu), outdir)
+          for v in vocabs for d in ranks for seed in seeds]
 
 
 def spamlang_sweep(c, outdir: str) -> list[dict]:

@@ -1,0 +1,55 @@
+"""The report's training runs (train/training/experiments.py): a run folder
+is reused only by the config that made it."""
+
+from unittest import mock
+
+from absl.testing import absltest
+
+from configs import lowrank, spamlang, thesis
+from train.training import experiments
+
+
+class RunDirTest(absltest.TestCase):
+
+  def test_a_folder_names_its_whole_config(self):
+    base = spamlang.get_config("V=256,cpu")
+    same = experiments.run_dir("out", "spam", spamlang.get_config("V=256,cpu"))
+    self.assertEqual(experiments.run_dir("out", "spam", base), same)
+    self.assertStartsWith(same, "out/runs/spam_")
+    # What the folder name's readable part does not say still changes it:
+    # another lr, Adam's beta2, schedule, warm-up, width or data seed.
+    for field, value in (("train.lr", 0.01), ("train.b2", 0.98),
+                         ("train.schedule", "constant"), ("train.warmup", 7),
+                         ("model.n_embd", 64), ("data.seed", 1)):
+      cfg = spamlang.get_config("V=256,cpu")
+      section, key = field.split(".")
+      cfg[section][key] = value
+      self.assertNotEqual(experiments.run_dir("out", "spam", cfg), same,
+                          field)
+
+  def test_each_experiment_trains_in_its_configs_folder(self):
+    seen = []
+
+    class Stop(Exception):
+      pass
+
+    def fake_train(cfg, workdir):  # The config's digest ends the name.
+      digest = experiments.run_dir("o", "any", cfg).rsplit("_", 1)[1]
+      seen.append(workdir.startswith("o/runs/") and
+                  workdir.endswith("_" + digest))
+      raise Stop
+
+    calls = (lambda: experiments.thesis_run("model1,cpu", 5, "o"),
+             lambda: experiments.probe_model_run(5, "o"),
+             lambda: experiments.lowrank_run(8, 0, 5, "o"),
+             lambda: experiments.spamlang_runs([64], [0], 5, "o"))
+    with mock.patch.object(experiments.trainer, "train_and_evaluate",
+                           fake_train):
+      for call in calls:
+        with self.assertRaises(Stop):
+          call()
+    self.assertEqual(seen, [True] * 4)
+
+
+if __name__ == "__main__":
+  absltest.main()
