@@ -5,8 +5,7 @@
   PYTHONPATH=. .venv/bin/python benchmarks/lp_vs_peers.py \
       --peers_python=/tmp/peers/bin/python --out=benchmarks/lp_vs_peers.json
 
-(ortools pins protobuf < 6.34, the project's lock has 7.x: the peers get
-their own environment; `--peers_python` defaults to this interpreter.)
+(The peers get their own environment: ortools pins protobuf < 6.34.)
 
 `--matrix=gemma3` (or `smollm2`, any bottleneck.io.matrices spec) runs the
 same comparison on a trained head (saved once to a file every solver reads)
@@ -22,31 +21,24 @@ memory = its own ru_maxrss):
 
   bottleneck    topm.solve on every instance, batch 32 (certified verdicts),
                 run twice: `s/inst` includes compile, the second excludes it.
-  highs         bottleneck.lp.exact rowgen (HiGHS IPM without presolve on S
-                plus the rows of largest row-space logit, violated rows
-                added until none: the fastest exact setting measured, 27 s
-                vs 38.5 s for the full LP at 16384 x 512, m = 90).
+  highs         bottleneck.lp.exact rowgen (HiGHS IPM on S plus the rows
+                of largest row-space logit, violated rows added until none:
+                the fastest exact setting measured).
   mpax          MPAX r2HPDHG (eps_abs = eps_rel = 1e-4, float32, dense),
                 jax.vmap over the instances of one m; run twice (compile).
   pdlp          OR-Tools PDLP (relative optimality 1e-4), one by one.
 
-`--objective=solve` (with `--tolerance`, default 1e-6) runs ours in solve
-mode: each row then also gives the largest relative distance of our
-certified bracket [lower, upper] from HiGHS's t* on bounded instances and
-whether both say t* = -inf on unbounded ones; with `--highs_start=ours`
-HiGHS's row generation starts from the rows of largest logit at our
-certified embedding (`topm.solve(embeddings=True)`), not the row-space
-point's (on Gemma 3's band one ~30 s round instead of 40+ minutes; its t*
-is still the whole LP's, and its time is then not a peer's); instances
-ours gives no embedding for (t* = -inf, a ray certified in float64 without
-a reference) are skipped, t = NaN.
-`--m=a,b` replaces the band m
-values (regime "given"); `--trials=k` gives every solver the same k
-instances.
+`--objective=solve` (`--tolerance`, default 1e-6): ours in solve mode; a
+row then also gives the largest relative distance of our certified bracket
+from HiGHS's t* (bounded instances) and whether both say t* = -inf (rays).
+`--highs_start=ours`: HiGHS's row generation starts from the rows of
+largest logit at our certified embedding (its t* is still the whole LP's;
+its time then not a peer's; instances with no embedding skipped, t = NaN).
+`--m=a,b` replaces the band m values (regime "given"); `--trials=k` gives
+every solver the same k instances.
 
-A verdict is t < 1 (feasible) or not; `disagree` counts instances where a
-solver's verdict differs from HiGHS's (ours: only decided ones; ours are
-certified in float64, the peers' are not).
+A verdict is t < 1 or not; `disagree` counts decided instances whose verdict
+differs from HiGHS's (ours are certified in float64, the peers' are not).
 """
 
 from __future__ import annotations
@@ -62,9 +54,8 @@ import time
 
 import numpy as np
 
-# (N, d): {m: "band" / "easy"}; band m where t* of random subsets lies
-# within ~10 % of 1 (measured with topm: 4096x256 m = 45..55,
-# 16384x512 m = 80..90, 50257x768 m = 96).
+# (N, d): {m: "band" / "easy"}; band m: t* of random subsets within ~10 %
+# of 1 (topm: 4096x256 m = 45..55, 16384x512 80..90, 50257x768 96).
 SIZES = {(4096, 256): {24: "easy", 48: "band", 52: "band", 64: "easy"},
          (16384, 512): {48: "easy", 80: "band", 90: "band", 128: "easy"},
          (50257, 768): {96: "band"},
@@ -77,8 +68,7 @@ TRAINED_BAND = {"gemma3": {60: "band"}, "smollm2": {60: "band"}}
 # Instances per m for each solver (the peers are 10-100x slower).
 TRIALS = {"bottleneck": 32, "highs": 4, "mpax": 8, "pdlp": 4}
 BIG = {"bottleneck": 32, "highs": 2, "mpax": 4, "pdlp": 2}  # At 50257 x 768.
-# At 262144 x 640 (HiGHS row generation: over 10 minutes per band instance).
-HUGE = {"bottleneck": 32, "highs": 1, "mpax": 2, "pdlp": 1}
+HUGE = {"bottleneck": 32, "highs": 1, "mpax": 2, "pdlp": 1}  # 262144 x 640.
 
 
 def _matrix(n, d, path=""):
@@ -388,12 +378,10 @@ def _compare(row):
     row[name] = summary
 
 
-
 def _t_star_error(bounds, highs_t) -> dict:
-  """How far our certified [lower, upper] lies from HiGHS's t*: the largest
-  max(|lower - t*|, |upper - t*|) / max(1, |t*|) over the instances where
-  HiGHS is bounded and both our sides are proved, and on HiGHS's unbounded
-  ones (t* = -inf) how many we also give -inf for."""
+  """Largest max(|lower - t*|, |upper - t*|) / max(1, |t*|) of our certified
+  brackets where HiGHS's t* is finite and both sides proved; of HiGHS's rays
+  (t* = -inf), how many we also give -inf for."""
   rel, rays, both_inf = [], 0, 0
   for (lower, upper), t in zip(bounds, highs_t):
     lower, upper, t = (np.nan if v is None else float(v)

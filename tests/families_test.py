@@ -12,8 +12,6 @@ catch those bugs.
 """
 
 import dataclasses
-import json
-import math
 import os
 from unittest import mock
 
@@ -24,351 +22,64 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from train.models import layers, loaders, registry
-
-V, D, F = 300, 32, 48
-IDS = np.array([5, 17, 3, 96, 0, 44, 8, 250, 12, 7, 33, 61, 2, 9])  # > window
-# Architectures: the switches the reference reads (HF semantics).
-ARCHS = {
-    "llama": dict(L=2, H=4, KV=2, HD=8, mlp="swiglu", eps=1e-5, theta=1e4),
-    "mistral": dict(L=2, H=4, KV=2, HD=8, mlp="swiglu", eps=1e-5, theta=1e4,
-                    window=5, types=("local", "local")),
-    "qwen2": dict(L=2, H=4, KV=2, HD=8, mlp="swiglu", eps=1e-6, theta=1e6,
-                  qkv_bias=True),
-    "qwen3": dict(L=2, H=4, KV=2, HD=16, mlp="swiglu", eps=1e-6, theta=1e6,
-                  qk_norm=True),  # head_dim 16 != D / H = 8.
-    "gemma2": dict(L=2, H=4, KV=1, HD=16, mlp="geglu", eps=1e-6, theta=1e4,
-                   window=5, types=("local", "global"), post_norms=True,
-                   embed_scale=True, attn_cap=5.0, final_cap=3.0,
-                   qscale=12.0),
-    "gemma3": dict(L=6, H=4, KV=1, HD=16, mlp="geglu", eps=1e-6, theta=1e6,
-                   local_theta=1e4, window=5, types=("local",) * 5 +
-                   ("global",), post_norms=True, embed_scale=True,
-                   qk_norm=True, qscale=16.0),
-}
-
-
-def weights(arch: str, seed: int = 0) -> dict:
-  """Random weights in a neutral layout: [out, in] matrices, norm scales
-  as applied (effective)."""
-  a = ARCHS[arch]
-  rng = np.random.default_rng(seed)
-  g = lambda *s: (0.3 * rng.standard_normal(s)).astype(np.float32)
-  w = {"embed": g(V, D), "norm": 1 + g(D)}
-  for i in range(a["L"]):
-    w.update({f"{i}.q": g(a["H"] * a["HD"], D),
-              f"{i}.k": g(a["KV"] * a["HD"], D),
-              f"{i}.v": g(a["KV"] * a["HD"], D),
-              f"{i}.o": g(D, a["H"] * a["HD"]), f"{i}.gate": g(F, D),
-              f"{i}.up": g(F, D), f"{i}.down": g(D, F),
-              f"{i}.attn_norm": 1 + g(D), f"{i}.mlp_norm": 1 + g(D)})
-    if a.get("qkv_bias"):
-      w.update({f"{i}.q_b": g(a["H"] * a["HD"]),
-                f"{i}.k_b": g(a["KV"] * a["HD"]),
-                f"{i}.v_b": g(a["KV"] * a["HD"])})
-    if a.get("qk_norm"):
-      w.update({f"{i}.q_norm": 1 + g(a["HD"]), f"{i}.k_norm": 1 + g(a["HD"])})
-    if a.get("post_norms"):
-      w.update({f"{i}.post_attn_norm": 1 + g(D),
-                f"{i}.post_mlp_norm": 1 + g(D)})
-  return w
-
-
-def reference(a: dict, w: dict, ids, inv=None) -> np.ndarray:
-  """Logits [T, V] in float64: pre-norm blocks, RMSNorm, half-split RoPE
-  (HF rotate_half), grouped KV heads (head h reads kv h // (H / KV)),
-  causal masks with an optional sliding window (j > i - window), optional
-  QK-norm, post-norms, score / logit soft-caps, sqrt(d) input scaling,
-  SwiGLU (SiLU gate) or GeGLU (tanh GELU), a tied head (or w['head'], or
-  w['head_a'] @ w['head_b']). `inv`: the inverse frequencies of global
-  layers (default theta^(-2i/h))."""
-  w = {k: v.astype(np.float64) for k, v in w.items()}
-  t, hd, heads, kv = len(ids), a["HD"], a["H"], a["KV"]
-  eps = a["eps"]
-  rms = lambda x, s: x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * s
-  types = a.get("types") or ("global",) * a["L"]
-
-  def rotary(x, theta, given=None):  # [T, heads, hd]
-    freq = 1.0 / theta ** (np.arange(0, hd, 2) / hd) if given is None \
-        else given
-    ang = np.arange(t)[:, None] * freq[None]
-    cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None]
-    sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None]
-    half = np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], -1)
-    return x * cos + half * sin
-
-  if a["mlp"] == "swiglu":
-    act = lambda z: z / (1 + np.exp(-z))
-  else:
-    act = lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (
-        z + 0.044715 * z ** 3)))
-  x = w["embed"][ids] * (math.sqrt(D) if a.get("embed_scale") else 1.0)
-  for i in range(a["L"]):
-    local = types[i] == "local"
-    theta = a.get("local_theta", a["theta"]) if local else a["theta"]
-    h = rms(x, w[f"{i}.attn_norm"])
-    proj = lambda n, heads_: (h @ w[f"{i}.{n}"].T + w.get(
-        f"{i}.{n}_b", 0.0)).reshape(t, heads_, hd)
-    q, k, v = proj("q", heads), proj("k", kv), proj("v", kv)
-    if a.get("qk_norm"):
-      q, k = rms(q, w[f"{i}.q_norm"]), rms(k, w[f"{i}.k_norm"])
-    given = None if local else inv
-    q, k = rotary(q, theta, given), rotary(k, theta, given)
-    out = np.zeros((t, heads, hd))
-    scale = a.get("qscale", hd) ** -0.5
-    for head in range(heads):
-      g_ = head // (heads // kv)
-      s = q[:, head] @ k[:, g_].T * scale
-      if a.get("attn_cap"):
-        s = a["attn_cap"] * np.tanh(s / a["attn_cap"])
-      for qi in range(t):
-        for kj in range(t):
-          if kj > qi or (local and kj <= qi - a["window"]):
-            s[qi, kj] = -np.inf
-      p = np.exp(s - s.max(1, keepdims=True))
-      out[:, head] = (p / p.sum(1, keepdims=True)) @ v[:, g_]
-    attn = out.reshape(t, heads * hd) @ w[f"{i}.o"].T
-    if a.get("post_norms"):
-      attn = rms(attn, w[f"{i}.post_attn_norm"])
-    x = x + attn
-    h = rms(x, w[f"{i}.mlp_norm"])
-    mlp = (act(h @ w[f"{i}.gate"].T) * (h @ w[f"{i}.up"].T)) @ \
-        w[f"{i}.down"].T
-    if a.get("post_norms"):
-      mlp = rms(mlp, w[f"{i}.post_mlp_norm"])
-    x = x + mlp
-  head = w.get("head", w["embed"])  # Untied: w["head"] [V, D]; low-rank:
-  if "head_a" in w:  # W = A B, A [V, r], B [r, D].
-    head = w["head_a"] @ w["head_b"]
-  logits = rms(x, w["norm"]) @ head.T
-  if a.get("final_cap"):
-    logits = a["final_cap"] * np.tanh(logits / a["final_cap"])
-  return logits
-
-
-# -- HF folders --------------------------------------------------------------
-
-_HF_LLAMA = {"attn_norm": "input_layernorm",
-             "mlp_norm": "post_attention_layernorm",
-             "q": "self_attn.q_proj", "k": "self_attn.k_proj",
-             "v": "self_attn.v_proj", "o": "self_attn.o_proj",
-             "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm",
-             "gate": "mlp.gate_proj", "up": "mlp.up_proj",
-             "down": "mlp.down_proj"}
-_HF_GEMMA = dict(_HF_LLAMA, post_attn_norm="post_attention_layernorm",
-                 mlp_norm="pre_feedforward_layernorm",
-                 post_mlp_norm="post_feedforward_layernorm")
-
-
-def hf_config(arch: str) -> dict:
-  a = ARCHS[arch]
-  c = {"model_type": "gemma3_text" if arch == "gemma3" else arch,
-       "vocab_size": V, "hidden_size": D, "num_hidden_layers": a["L"],
-       "num_attention_heads": a["H"], "num_key_value_heads": a["KV"],
-       "head_dim": a["HD"], "intermediate_size": F,
-       "rms_norm_eps": a["eps"], "rope_theta": a["theta"],
-       "max_position_embeddings": 64, "tie_word_embeddings": True}
-  if arch == "mistral":
-    c["sliding_window"] = a["window"]
-  if arch.startswith("gemma"):
-    c.update(hidden_activation="gelu_pytorch_tanh",
-             query_pre_attn_scalar=a["qscale"], sliding_window=a["window"],
-             attn_logit_softcapping=a.get("attn_cap"),
-             final_logit_softcapping=a.get("final_cap"))
-  if arch == "gemma3":
-    c.update(rope_local_base_freq=a["local_theta"], sliding_window_pattern=6)
-  return c
-
-
-def write_hf(folder: str, arch: str, w: dict, config=None) -> dict:
-  gemma = arch.startswith("gemma")
-  names, offset = (_HF_GEMMA, 1.0) if gemma else (_HF_LLAMA, 0.0)
-  tensors = {"model.embed_tokens.weight": w["embed"],
-             "model.norm.weight": w["norm"] - offset}
-  for key, value in w.items():
-    if key[0].isdigit():
-      i, name = key.split(".", 1)
-      base, bias = (name[:-2], True) if name.endswith("_b") else (name, False)
-      stored = value - offset if base.endswith("norm") else value
-      tensors[f"model.layers.{i}.{names[base]}."
-              f"{'bias' if bias else 'weight'}"] = stored
-  save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()},
-            os.path.join(folder, "model.safetensors"))
-  config = config or hf_config(arch)
-  with open(os.path.join(folder, "config.json"), "w") as f:
-    json.dump(config, f)
-  return config
-
-
-# -- GGUF files --------------------------------------------------------------
-
-_GGUF = {"attn_norm": "attn_norm", "mlp_norm": "ffn_norm",
-         "post_attn_norm": "post_attention_norm",
-         "post_mlp_norm": "post_ffw_norm", "q": "attn_q", "k": "attn_k",
-         "v": "attn_v", "o": "attn_output", "q_norm": "attn_q_norm",
-         "k_norm": "attn_k_norm", "gate": "ffn_gate", "up": "ffn_up",
-         "down": "ffn_down"}
-
-
-def permute(w, n_head: int):
-  """llama.cpp convert_hf_to_gguf.py's LlamaModel.permute (HF -> GGUF)."""
-  return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
-          .swapaxes(1, 2).reshape(w.shape))
-
-
-def bpe_vocab():
-  """A byte-level BPE: the 256 byte symbols, 10 merges, padding tokens."""
-  from tokenizers import pre_tokenizers  # pylint: disable=g-import-not-at-top
-  symbols = sorted(pre_tokenizers.ByteLevel.alphabet())
-  merges = [("t", "h"), ("th", "e"), ("a", "n"), ("i", "n"), ("o", "n"),
-            ("e", "r"), ("Ġ", "t"), ("Ġt", "h"), ("Ġth", "e"), ("a", "t")]
-  tokens = symbols + ["".join(m) for m in merges]
-  tokens += [f"<extra_{i}>" for i in range(V - len(tokens))]
-  return tokens, [" ".join(m) for m in merges]
-
-
-def _gguf_type(value):
-  """(GGUFValueType, array subtype) of a Python value (ints as uint32,
-  negative ones int32; floats float32)."""
-  t = gguf.GGUFValueType
-  if isinstance(value, bool):
-    return t.BOOL, None
-  if isinstance(value, int):
-    return (t.INT32 if value < 0 else t.UINT32), None
-  if isinstance(value, float):
-    return t.FLOAT32, None
-  if isinstance(value, str):
-    return t.STRING, None
-  return t.ARRAY, _gguf_type(value[0])[0] if value else t.UINT32
-
-
-def write_gguf(path: str, arch: str, w: dict, quantize_embedding=False,
-               rope_freqs=None, tokenizer=None, meta=None,
-               tensors=None) -> None:
-  """`w` as llama.cpp writes it; `tokenizer(writer)` adds tokenizer
-  metadata (default: the byte-level BPE of bpe_vocab). `meta`: keys to set
-  (any Python value, its GGUF type inferred) or drop (None) after the
-  defaults, e.g. {'llama.block_count': 10**9}; `tensors`: name -> array
-  replacing or adding tensors (None drops one)."""
-  a = ARCHS[arch]
-  gguf_arch = "llama" if arch == "mistral" else arch
-  writer = gguf.GGUFWriter(path, gguf_arch)
-  kv = {}
-  for key, value in (("block_count", a["L"]), ("context_length", 64),
-                     ("embedding_length", D), ("feed_forward_length", F),
-                     ("attention.head_count", a["H"]),
-                     ("attention.head_count_kv", a["KV"]),
-                     ("attention.key_length", a["HD"]),
-                     ("attention.value_length", a["HD"])):
-    kv[f"{gguf_arch}.{key}"] = value
-  kv[f"{gguf_arch}.rope.freq_base"] = float(a["theta"])
-  kv[f"{gguf_arch}.attention.layer_norm_rms_epsilon"] = float(a["eps"])
-  if arch.startswith("gemma"):
-    kv[f"{gguf_arch}.attention.sliding_window"] = a["window"]
-  if arch == "gemma2":
-    kv[f"{gguf_arch}.attn_logit_softcapping"] = float(a["attn_cap"])
-    kv[f"{gguf_arch}.final_logit_softcapping"] = float(a["final_cap"])
-  if tokenizer is None:
-    tokens, merges = bpe_vocab()
-    kv.update({"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre":
-               "default", "tokenizer.ggml.tokens": tokens,
-               "tokenizer.ggml.merges": merges,
-               "tokenizer.ggml.eos_token_id": 2})
-  else:
-    tokenizer(writer)
-  for key, value in {**kv, **(meta or {})}.items():
-    if value is not None:
-      writer.add_key_value(key, value, *_gguf_type(value))
-  stored = {}
-  if quantize_embedding:
-    stored["token_embd.weight"] = (gguf.quants.quantize(
-        w["embed"], gguf.GGMLQuantizationType.Q8_0),
-                                   gguf.GGMLQuantizationType.Q8_0)
-  else:
-    stored["token_embd.weight"] = w["embed"]
-  stored["output_norm.weight"] = w["norm"]
-  if rope_freqs is not None:  # llama.cpp's Llama-3 frequency divisors.
-    stored["rope_freqs.weight"] = rope_freqs
-  for key, value in w.items():
-    if key[0].isdigit():
-      i, name = key.split(".", 1)
-      base, bias = (name[:-2], True) if name.endswith("_b") else (name, False)
-      if gguf_arch == "llama" and base in ("q", "k"):
-        value = permute(value, a["H"] if base == "q" else a["KV"])
-      stored[f"blk.{i}.{_GGUF[base]}.{'bias' if bias else 'weight'}"] = (
-          np.ascontiguousarray(value))
-  stored.update(tensors or {})
-  for name, value in stored.items():
-    if isinstance(value, tuple):  # (raw blocks, quantisation type name)
-      kind = value[1]
-      writer.add_tensor(name, value[0], raw_dtype=kind if not isinstance(
-          kind, str) else gguf.GGMLQuantizationType[kind])
-    elif value is not None:
-      writer.add_tensor(name, value)
-  writer.write_header_to_file()
-  writer.write_kv_data_to_file()
-  writer.write_tensors_to_file()
-  writer.close()
-
-
-def forward(params, cfg, ids):
-  return np.asarray(cfg.module().apply(params, ids[None])[0], np.float64)
+from tests import families_reference as ref
 
 
 class FamiliesTest(parameterized.TestCase):
 
   def _hf(self, arch, w):
     folder = self.create_tempdir().full_path
-    write_hf(folder, arch, w)
+    ref.write_hf(folder, arch, w)
     return loaders.load_hf(folder)
 
   def _gguf(self, arch, w, **kw):
     path = os.path.join(self.create_tempdir().full_path, "m.gguf")
-    write_gguf(path, arch, w, **kw)
+    ref.write_gguf(path, arch, w, **kw)
     return loaders.load_gguf(path)[:2]
 
   @parameterized.parameters("llama", "mistral", "qwen2", "qwen3", "gemma2",
                             "gemma3")
   def test_hf_folder_matches_reference(self, arch):
-    w = weights(arch)
+    w = ref.weights(arch)
     params, cfg = self._hf(arch, w)
-    np.testing.assert_allclose(forward(params, cfg, IDS),
-                               reference(ARCHS[arch], w, IDS), rtol=2e-4,
+    np.testing.assert_allclose(ref.forward(params, cfg, ref.IDS),
+                               ref.reference(ref.ARCHS[arch], w, ref.IDS), rtol=2e-4,
                                atol=2e-4)
 
   @parameterized.parameters("llama", "mistral", "gemma2", "gemma3")
   def test_query_blocks_match_reference(self, arch):
     # Queries 4 at a time (14 tokens: 3 blocks + 2): each block reads only
     # the keys it may see, across block edges and sliding windows of 5.
-    w = weights(arch)
+    w = ref.weights(arch)
     params, cfg = self._hf(arch, w)
     with mock.patch.object(layers, "QUERY_BLOCK", 4):
-      got = forward(params, cfg, IDS)
-    np.testing.assert_allclose(got, reference(ARCHS[arch], w, IDS),
+      got = ref.forward(params, cfg, ref.IDS)
+    np.testing.assert_allclose(got, ref.reference(ref.ARCHS[arch], w, ref.IDS),
                                rtol=2e-4, atol=2e-4)
 
   @parameterized.parameters("llama", "qwen2", "qwen3", "gemma2", "gemma3")
   def test_gguf_matches_reference(self, arch):
-    w = weights(arch, 1)
+    w = ref.weights(arch, 1)
     params, cfg = self._gguf(arch, w)
-    a = dict(ARCHS[arch])
+    a = dict(ref.ARCHS[arch])
     if arch == "gemma2":  # GGUF has no query_pre_attn_scalar: llama.cpp
       a["qscale"] = a["HD"]  # scales by the head size (but 27B).
-    np.testing.assert_allclose(forward(params, cfg, IDS),
-                               reference(a, w, IDS), rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(ref.forward(params, cfg, ref.IDS),
+                               ref.reference(a, w, ref.IDS), rtol=2e-4, atol=2e-4)
 
   def test_llama_gguf_pairing_is_undone_and_qwen_is_not_permuted(self):
-    w = weights("llama", 2)
+    w = ref.weights("llama", 2)
     params, cfg = self._gguf("llama", w)
     p = {"params": dict(params["params"])}
     layer = dict(p["params"]["layer_0"])
-    layer["attn"] = dict(layer["attn"], q={"kernel": permute(w["0.q"], 4).T})
+    layer["attn"] = dict(layer["attn"], q={"kernel": ref.permute(w["0.q"], 4).T})
     p["params"]["layer_0"] = layer
-    self.assertGreater(np.abs(forward(p, cfg, IDS) - reference(
-        ARCHS["llama"], w, IDS)).max(), 1e-2)  # Wrong pairing: loud.
-    w = weights("qwen2", 2)  # llama.cpp writes Qwen q/k unpermuted.
+    self.assertGreater(np.abs(ref.forward(p, cfg, ref.IDS) - ref.reference(
+        ref.ARCHS["llama"], w, ref.IDS)).max(), 1e-2)  # Wrong pairing: loud.
+    w = ref.weights("qwen2", 2)  # llama.cpp writes Qwen q/k unpermuted.
     params, cfg = self._gguf("qwen2", w)
-    np.testing.assert_allclose(forward(params, cfg, IDS),
-                               reference(ARCHS["qwen2"], w, IDS), rtol=2e-4,
+    np.testing.assert_allclose(ref.forward(params, cfg, ref.IDS),
+                               ref.reference(ref.ARCHS["qwen2"], w, ref.IDS), rtol=2e-4,
                                atol=2e-4)
 
   @parameterized.named_parameters(
@@ -383,31 +94,31 @@ class FamiliesTest(parameterized.TestCase):
       ("default_query_scale", dict(query_scale=0.0, head_dim=16)))
   def test_the_reference_catches_gemma3_mistakes(self, change):
     arch = "gemma3"
-    w = weights(arch, 3)
+    w = ref.weights(arch, 3)
     params, cfg = self._hf(arch, w)
-    want = reference(ARCHS[arch], w, IDS)
-    np.testing.assert_allclose(forward(params, cfg, IDS), want, rtol=2e-4,
+    want = ref.reference(ref.ARCHS[arch], w, ref.IDS)
+    np.testing.assert_allclose(ref.forward(params, cfg, ref.IDS), want, rtol=2e-4,
                                atol=2e-4)
     if "query_scale" in change:  # Gemma's own scale equals the default at
       cfg = dataclasses.replace(cfg, query_scale=0.0)  # qscale = head_dim;
-      want = reference(dict(ARCHS[arch], qscale=12.0), w, IDS)  # test 12.
+      want = ref.reference(dict(ref.ARCHS[arch], qscale=12.0), w, ref.IDS)  # test 12.
     else:
       cfg = dataclasses.replace(cfg, **change)
-    self.assertGreater(np.abs(forward(params, cfg, IDS) - want).max(), 1e-3)
+    self.assertGreater(np.abs(ref.forward(params, cfg, ref.IDS) - want).max(), 1e-3)
 
   def test_gemma2_softcaps_matter(self):
-    w = weights("gemma2", 4)
+    w = ref.weights("gemma2", 4)
     params, cfg = self._hf("gemma2", w)
     self.assertEqual((cfg.attn_softcap, cfg.final_softcap), (5.0, 3.0))
-    want = reference(ARCHS["gemma2"], w, IDS)
+    want = ref.reference(ref.ARCHS["gemma2"], w, ref.IDS)
     for change in (dict(attn_softcap=0.0), dict(final_softcap=0.0)):
-      wrong = forward(params, dataclasses.replace(cfg, **change), IDS)
+      wrong = ref.forward(params, dataclasses.replace(cfg, **change), ref.IDS)
       self.assertGreater(np.abs(wrong - want).max(), 1e-3)
 
   def test_registry_names_the_supported_lists(self):
     folder = self.create_tempdir().full_path
-    w = weights("llama")
-    write_hf(folder, "llama", w, dict(hf_config("llama"), model_type="bloom"))
+    w = ref.weights("llama")
+    ref.write_hf(folder, "llama", w, dict(ref.hf_config("llama"), model_type="bloom"))
     with self.assertRaisesRegex(ValueError, r"model_type='bloom' is not "
                                 r"supported; supported: llama, mistral"):
       loaders.load_hf(folder)
@@ -425,23 +136,23 @@ class FamiliesTest(parameterized.TestCase):
 
   def test_config_that_disagrees_with_the_weights_names_the_field(self):
     folder = self.create_tempdir().full_path
-    w = weights("qwen3")
+    w = ref.weights("qwen3")
     for change, message in (
         ({"head_dim": 8}, r"attn/k/kernel has shape \(32, 32\); the config "
          r"implies \(32, 16\) from n_embd=32, n_kv_head=2, head_dim=8"),
         ({"intermediate_size": 40}, r"ffn_dim=40"),
         ({"num_hidden_layers": 1},
-         r"num_hidden_layers = 1, but the weights hold 2 block"),
+         r"num_hidden_layers = 1, but the ref.weights hold 2 block"),
         ({"num_hidden_layers": 3},
-         r"num_hidden_layers = 3, but the weights hold 2 block"),
+         r"num_hidden_layers = 3, but the ref.weights hold 2 block"),
         ({"vocab_size": 301}, r"vocab_size=301")):
-      write_hf(folder, "qwen3", w, dict(hf_config("qwen3"), **change))
+      ref.write_hf(folder, "qwen3", w, dict(ref.hf_config("qwen3"), **change))
       with self.assertRaisesRegex(ValueError, message):
         loaders.load_hf(folder)
 
   def test_unknown_tensor_is_named(self):
     folder = self.create_tempdir().full_path
-    write_hf(folder, "llama", weights("llama"))
+    ref.write_hf(folder, "llama", ref.weights("llama"))
     from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
     tensors = load_file(os.path.join(folder, "model.safetensors"))
     tensors["model.layers.0.self_attn.rel_bias.weight"] = np.zeros(3, np.float32)
@@ -458,7 +169,7 @@ class FamiliesTest(parameterized.TestCase):
       f.write(b"GGUF" + b"\0" * 20)
     with self.assertRaisesRegex(ValueError, "GGUF"):
       loaders.load_gguf(junk)
-    w = weights("llama")
+    w = ref.weights("llama")
     w["0.up"] = w["0.up"][:, :-1]  # Width disagrees with the metadata.
     with self.assertRaisesRegex(ValueError, "shape"):
       self._gguf("llama", w)

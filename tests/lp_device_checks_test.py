@@ -18,7 +18,7 @@ from bottleneck.lp import (certificates, device_checks, device_kernels,
                            enclosure, exact, finish, placement, polish)
 from bottleneck.lp import facts as lp_facts
 from tests import lp_finish_test
-from tests.lp_test import _exact_min_norm_step
+from tests.lp_certificates_test import _exact_min_norm_step
 
 
 def _device_facts(a, m_max=16):

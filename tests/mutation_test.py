@@ -19,8 +19,10 @@ from train.training import optim
 import tests.lp_device_checks_test as lp_device_checks_test
 import tests.lp_finish_test as lp_finish_test
 import tests.lp_ipm_test as lp_ipm_test
+import tests.lp_certificates_test as lp_certificates_test
 import tests.lp_test as lp_test
 import tests.lp_widen_test as lp_widen_test
+import tests.optim_test as optim_test
 import tests.trainer_test as trainer_test
 
 
@@ -50,7 +52,7 @@ class MutationTest(absltest.TestCase):
   def test_a_schedule_that_is_constant_is_caught(self):
     with _swapped(optim, "schedule",
                   lambda t: optax.constant_schedule(t.lr)):
-      self.assertGreater(_failed(trainer_test.OptimizerTest,
+      self.assertGreater(_failed(optim_test.OptimizerTest,
                                  "test_schedules_at_key_steps"), 0)
 
   def test_certificate_checkers_that_accept_everything_are_caught(self):
@@ -63,7 +65,7 @@ class MutationTest(absltest.TestCase):
         ("check_probabilities", "test_probabilities_checked"),
         ("check_unbounded", "test_unbounded_lp_reported_with_a_ray")):
       with _swapped(certificates, name, accept(getattr(certificates, name))):
-        self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
+        self.assertGreater(_failed(lp_certificates_test.CertificateTest, guard), 0,
                            msg=name)
 
   def test_checks_that_never_decide_are_caught(self):
@@ -72,7 +74,7 @@ class MutationTest(absltest.TestCase):
         ("check_unbounded", {"ok": False, "kind": "ray"},
          "test_unbounded_lp_reported_with_a_ray")):
       with _swapped(certificates, name, lambda *a, _v=never, **k: _v):
-        self.assertGreater(_failed(lp_test.CertificateTest, guard), 0,
+        self.assertGreater(_failed(lp_certificates_test.CertificateTest, guard), 0,
                            msg=name)
 
   def test_host_checks_that_never_decide_are_caught(self):
@@ -107,12 +109,12 @@ class MutationTest(absltest.TestCase):
     zero = lambda *a: None if real(*a) is None else (0 * real(*a)[0], 0.0)
     with _swapped(enclosure, "shifted_radius", zero):
       self.assertGreater(_failed(
-          lp_test.CertificateTest,
+          lp_certificates_test.CertificateTest,
           "test_enclosure_holds_the_exact_solution"), 0)
     upper = enclosure.upper
     with _swapped(enclosure, "upper", lambda x, n: 0 * upper(x, n)):
       self.assertGreater(_failed(
-          lp_test.CertificateTest,
+          lp_certificates_test.CertificateTest,
           "test_enclosure_holds_the_exact_solution"), 0)
 
   def test_a_float32_ranking_that_trusts_its_top_row_is_caught(self):
@@ -120,7 +122,7 @@ class MutationTest(absltest.TestCase):
         facts.scores(x) - np.isin(np.arange(facts.a.shape[0]), subset) * 1e30)])
     with _swapped(certificates, "_rest_candidates", top):
       self.assertGreater(_failed(
-          lp_test.CertificateTest,
+          lp_certificates_test.CertificateTest,
           "test_feasible_check_of_a_float32_head_finds_the_float64_maximum"),
                          0)
 

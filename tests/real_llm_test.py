@@ -2,7 +2,7 @@
 sharded one-forward Pass, each against an independent reference.
 
 References: a float64 numpy forward of the HF layout written here (NeoX),
-families_test's reference forward with the inverse frequencies HF's llama3
+families_reference's reference forward with the inverse frequencies HF's llama3
 code computes (re-derived in numpy from its formula), the unsharded Pass
 and a float64 numpy head.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from bottleneck import sharding
-from tests import families_test
+from tests import families_reference
 from train.models import layers, loaders
 from train.models.families import llamalike
 from train.probes import forward, subjects
@@ -199,20 +199,20 @@ class RopeScalingTest(absltest.TestCase):
                               "x")
 
   def test_scaled_forward_hf_and_gguf(self):
-    w = families_test.weights("llama", 4)
-    a = families_test.ARCHS["llama"]
+    w = families_reference.weights("llama", 4)
+    a = families_reference.ARCHS["llama"]
     ids = np.arange(1, 40, 3)
     want = scaled_reference(a, w, ids, self.SCALING)
     folder = self.create_tempdir().full_path
-    families_test.write_hf(folder, "llama", w, dict(
-        families_test.hf_config("llama"), rope_scaling=self.SCALING))
+    families_reference.write_hf(folder, "llama", w, dict(
+        families_reference.hf_config("llama"), rope_scaling=self.SCALING))
     params, cfg = loaders.load_hf(folder)
     got = cfg.module().apply(params, ids[None])[0]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
-    self.assertGreater(np.abs(families_test.reference(a, w, ids) - want).max(),
+    self.assertGreater(np.abs(families_reference.reference(a, w, ids) - want).max(),
                        1e-3)  # Positions are long enough to tell.
     path = os.path.join(folder, "scaled.gguf")  # llama.cpp: rope_freqs.
-    families_test.write_gguf(path, "llama", w, rope_freqs=np.asarray(
+    families_reference.write_gguf(path, "llama", w, rope_freqs=np.asarray(
         cfg.rope_divisors, np.float32))
     params_g, cfg_g, _ = loaders.load_gguf(path)
     np.testing.assert_allclose(cfg_g.rope_divisors, cfg.rope_divisors,
@@ -222,11 +222,11 @@ class RopeScalingTest(absltest.TestCase):
 
 
 def scaled_reference(a, w, ids, scaling):
-  """families_test.reference with HF's llama3 inverse frequencies."""
+  """families_reference.reference with HF's llama3 inverse frequencies."""
   inv = llama3_inverse_frequencies(
       a["HD"], a["theta"], scaling["factor"], scaling["low_freq_factor"],
       scaling["high_freq_factor"], scaling["original_max_position_embeddings"])
-  return families_test.reference(a, w, ids, inv)
+  return families_reference.reference(a, w, ids, inv)
 
 
 class LoadingTest(absltest.TestCase):
@@ -252,9 +252,9 @@ class LoadingTest(absltest.TestCase):
       loaders.load_hf(folder, "float16")
 
   def test_bfloat16_close_to_float32(self):
-    w = families_test.weights("gemma3", 5)
+    w = families_reference.weights("gemma3", 5)
     folder = self.create_tempdir().full_path
-    families_test.write_hf(folder, "gemma3", w)
+    families_reference.write_hf(folder, "gemma3", w)
     ids = np.arange(2, 30, 2)
     p32, c32 = loaders.load_hf(folder)
     p16, c16 = loaders.load_hf(folder, "bfloat16")

@@ -72,12 +72,12 @@ class ReportTest(absltest.TestCase):
     self.assertIn("Frequency probe on a llama-like real-text run", md)
 
   def test_real_llm_section_compares_two_small_ggufs(self):
-    from tests import families_test  # pylint: disable=g-import-not-at-top
+    from tests import families_reference  # pylint: disable=g-import-not-at-top
     outdir = self.create_tempdir().full_path
     specs = []
     for arch in ("llama", "gemma3"):
       path = os.path.join(outdir, f"tiny_{arch}.gguf")
-      families_test.write_gguf(path, arch, families_test.weights(arch, 6))
+      families_reference.write_gguf(path, arch, families_reference.weights(arch, 6))
       specs.append(f"gguf:{path}")
     config = report_config.get_config("tiny")
     config.real_llm.models = tuple(specs)

@@ -16,7 +16,7 @@ import os
 
 from absl.testing import absltest
 
-from tests import families_test
+from tests import families_reference
 from train.models import loaders
 from train.text import corpora, vocab
 
@@ -92,16 +92,16 @@ class GGUFTokenizerTest(absltest.TestCase):
 
   def _gguf(self, add_tokenizer):
     path = os.path.join(self.create_tempdir().full_path, "t.gguf")
-    families_test.write_gguf(path, "gemma3", families_test.weights("gemma3"),
+    families_reference.write_gguf(path, "gemma3", families_reference.weights("gemma3"),
                              tokenizer=add_tokenizer)
     return loaders.load_gguf(path)[2]
 
   def test_spm_metadata_with_bos_and_byte_bpe(self):
     sp, user = train_spm(False, size=300, coverage=0.98)
     tokens, scores, types = pieces(sp, user)
-    tokens += [f"<pad{i}>" for i in range(families_test.V - len(tokens))]
-    scores += [0.0] * (families_test.V - len(scores))
-    types += [vocab.UNUSED] * (families_test.V - len(types))
+    tokens += [f"<pad{i}>" for i in range(families_reference.V - len(tokens))]
+    scores += [0.0] * (families_reference.V - len(scores))
+    types += [vocab.UNUSED] * (families_reference.V - len(types))
 
     def spm_meta(writer):
       writer.add_tokenizer_model("llama")
@@ -119,7 +119,7 @@ class GGUFTokenizerTest(absltest.TestCase):
       self.assertEqual(tok.encode(text), sp.encode(text))
 
     def bpe_meta(writer):
-      v_tokens, merges = families_test.bpe_vocab()
+      v_tokens, merges = families_reference.bpe_vocab()
       writer.add_tokenizer_model("gpt2")
       writer.add_tokenizer_pre("default")
       writer.add_token_list(v_tokens)
@@ -130,7 +130,7 @@ class GGUFTokenizerTest(absltest.TestCase):
     tok = self._gguf(bpe_meta)
     self.assertIsNone(tok.bos_id)  # SmolLM2-style: no BOS.
     from tokenizers import Tokenizer, models, pre_tokenizers  # pylint: disable=g-import-not-at-top
-    v_tokens, merges = families_test.bpe_vocab()
+    v_tokens, merges = families_reference.bpe_vocab()
     ref = Tokenizer(models.BPE({t: i for i, t in enumerate(v_tokens)},
                                [tuple(m.split()) for m in merges]))
     ref.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -144,8 +144,8 @@ class GGUFTokenizerTest(absltest.TestCase):
       def add(writer):
         writer.add_tokenizer_model(kind)
         writer.add_tokenizer_pre(pre)
-        writer.add_token_list(families_test.bpe_vocab()[0])
-        writer.add_token_merges(families_test.bpe_vocab()[1])
+        writer.add_token_list(families_reference.bpe_vocab()[0])
+        writer.add_token_merges(families_reference.bpe_vocab()[1])
       return add
     with self.assertRaisesRegex(ValueError, "tokenizer.ggml.model='bert'"):
       self._gguf(meta("bert"))

@@ -20,10 +20,10 @@ from train.models import build, loaders
 from train.text import data
 from train.training import init as init_lib, loss as loss_lib, metrics, trainer
 import tests
-from tests import families_test as fam
+from tests import families_reference as fam
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARCH = fam.ARCHS["llama"]  # L=2, H=4, KV=2, HD=8, SwiGLU (families_test).
+ARCH = fam.ARCHS["llama"]  # L=2, H=4, KV=2, HD=8, SwiGLU (families_reference).
 
 
 def llama_block(**overrides):
@@ -40,7 +40,7 @@ def llama_block(**overrides):
 
 
 def neutral(params, cfg) -> dict:
-  """The Transformer's tree in families_test.reference's layout ([out, in]
+  """The Transformer's tree in families_reference.reference's layout ([out, in]
   matrices), float64."""
   p = jax.tree.map(lambda x: np.asarray(x, np.float64), params["params"])
   w = {"embed": p["embed"]["embedding"], "norm": p["norm"]["scale"]}
@@ -61,7 +61,7 @@ def neutral(params, cfg) -> dict:
 
 
 def numpy_loss(w, x, y, arch) -> float:
-  """Mean cross-entropy of families_test.reference's float64 logits."""
+  """Mean cross-entropy of families_reference.reference's float64 logits."""
   total = 0.0
   for xi, yi in zip(x, y):
     z = fam.reference(arch, w, xi)

@@ -1,22 +1,18 @@
-"""The Flax trainer: configs, data, steps, checkpoints, resume, generation."""
+"""The Flax trainer: configs, data, steps, checkpoints, the loop (a kill and
+resume, and generation: trainer_resume_test.py)."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 from absl.testing import absltest, parameterized
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
 from configs import lowrank, spamlang, thesis
 from train.text import corpora, data, tokenizers
-from train.models import build, generate, gpt as model_lib
-from train.training import optim
+from train.models import build, gpt as model_lib
 from train.training import trainer
 import tests
 
@@ -295,93 +291,6 @@ class TrainingTest(parameterized.TestCase):
     self.assertTrue(all(x.dtype == np.float32 for x in jax.tree.leaves(p16)))
 
 
-class OptimizerTest(parameterized.TestCase):
-  """The schedule, the decay mask and clipping against closed forms."""
-
-  def _train(self, **kw):
-    t = thesis.get_config("model1,cpu").train
-    t.update(kw)
-    return t
-
-  def test_schedules_at_key_steps(self):
-    t = self._train(lr=1e-3, warmup=10, steps=100, min_lr_ratio=0.1)
-    for name, want in (
-        ("cosine", {0: 0.0, 5: 5e-4, 10: 1e-3, 55: 1e-4 + 0.9e-3 * 0.5,
-                    100: 1e-4}),
-        ("constant", {0: 0.0, 5: 5e-4, 10: 1e-3, 99: 1e-3}),
-        # wsd: decay = 10 steps (decay_fraction 0.1), stable until 90.
-        ("wsd", {0: 0.0, 10: 1e-3, 89: 1e-3, 95: 1e-4 + 0.9e-3 * 0.5,
-                 100: 1e-4})):
-      t.schedule = name
-      sched = optim.schedule(t)
-      for step, lr in want.items():
-        self.assertAlmostEqual(float(sched(step)), lr, delta=1e-9,
-                               msg=f"{name} step {step}")
-
-  def test_weight_decay_only_on_matrices(self):
-    t = self._train(lr=1e-2, warmup=0, weight_decay=0.5, grad_clip=0.0,
-                    schedule="constant")
-    tx = optim.optimizer(t)
-    params = {"kernel": jnp.ones((3, 4)), "bias": jnp.ones(4),
-              "scale": jnp.ones(4)}
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    direction, _ = tx.update(zeros, tx.init(params), params)
-    # AdamW with zero gradients: only the decoupled decay, -lr * wd * p.
-    lr0 = optim.learning_rates(t)[0]
-    moved = optim.apply(params, direction, lr0)
-    np.testing.assert_allclose(moved["kernel"], 1.0 - lr0 * 0.5, rtol=1e-6)
-    np.testing.assert_array_equal(moved["bias"], 1.0)
-    np.testing.assert_array_equal(moved["scale"], 1.0)
-    self.assertGreater(lr0, 0.0)
-
-  @parameterized.parameters("cosine", "wsd")
-  def test_host_learning_rates_reproduce_optax_adamw(self, name):
-    # The step scales the direction by lr read on the host; optax.adamw
-    # evaluates the schedule inside: the parameters must agree step by step.
-    t = self._train(lr=1e-2, warmup=2, steps=12, weight_decay=0.1,
-                    grad_clip=1.0, schedule=name)
-    lrs = optim.learning_rates(t)
-    self.assertEqual(lrs.shape, (12,))
-    np.testing.assert_allclose(  # Up to float32 rounding (fused or not).
-        lrs, [float(optim.schedule(t)(k)) for k in range(12)], rtol=1e-6)
-    reference = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(
-        optim.schedule(t), b1=t.b1, b2=t.b2, eps=t.eps, weight_decay=0.1,
-        mask=lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)))
-    tx = optim.optimizer(t)
-    rng = np.random.default_rng(0)
-    params = {"kernel": jnp.asarray(rng.standard_normal((4, 3)), jnp.float32),
-              "bias": jnp.asarray(rng.standard_normal(3), jnp.float32)}
-    ours, theirs = params, params
-    s_ours, s_theirs = tx.init(params), reference.init(params)
-    for step in range(12):
-      grads = jax.tree.map(
-          lambda p: jnp.asarray(rng.standard_normal(p.shape), jnp.float32),
-          params)
-      direction, s_ours = tx.update(grads, s_ours, ours)
-      ours = optim.apply(ours, direction, lrs[step])
-      updates, s_theirs = reference.update(grads, s_theirs, theirs)
-      theirs = optax.apply_updates(theirs, updates)
-    for key in params:
-      np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-6,
-                                 atol=1e-7, err_msg=key)
-    self.assertGreater(float(jnp.abs(ours["kernel"] - params["kernel"]).max()),
-                       1e-3)
-
-  def test_clipping_bounds_the_gradient_adam_sees(self):
-    t = self._train(grad_clip=1.0, b1=0.9)
-    tx = optim.optimizer(t)
-    params = {"w": jnp.zeros((10, 10))}
-    grads = {"w": jnp.full((10, 10), 100.0)}  # Global norm 1000.
-    _, state = tx.update(grads, tx.init(params), params)
-    adam_mu = [s for s in jax.tree.leaves(state) if s.shape == (10, 10)][0]
-    # mu = (1 - b1) * clipped g: norm (1 - 0.9) * 1.
-    self.assertAlmostEqual(float(jnp.linalg.norm(adam_mu)), 0.1, places=5)
-    unclipped = optim.optimizer(self._train(grad_clip=0.0, b1=0.9))
-    _, state = unclipped.update(grads, unclipped.init(params), params)
-    adam_mu = [s for s in jax.tree.leaves(state) if s.shape == (10, 10)][0]
-    self.assertAlmostEqual(float(jnp.linalg.norm(adam_mu)), 100.0, places=3)
-
-
 class TrainingLoopTest(parameterized.TestCase):
 
   def setUp(self):
@@ -436,94 +345,6 @@ class TrainingLoopTest(parameterized.TestCase):
           f.write(b"garbage")
     with self.assertRaisesRegex(ValueError, "could not be restored"):
       trainer.train_and_evaluate(tiny_config(**{"train.steps": 20}), workdir)
-
-
-class KillResumeTest(absltest.TestCase):
-
-  def _cmd(self, workdir):
-    return [sys.executable, "-m", "train.main",
-            "--config=configs/thesis.py:model1,cpu", f"--workdir={workdir}",
-            "--config.model.n_layer=2", "--config.model.n_embd=32",
-            "--config.model.block_size=32", "--config.data.synthetic_stories=400",
-            "--config.train.batch_size=8", "--config.train.steps=60",
-            "--config.train.warmup=3", "--config.log_every=1",
-            "--config.checkpoint_every=10", "--config.eval_every=20",
-            "--config.eval_batches=2", "--config.model.dropout=0.1"]
-
-  def test_sigkill_then_restart_reproduces_the_losses(self):
-    env = run_env()
-    env["BOTTLENECK_CACHE"] = self.create_tempdir().full_path
-    base = self.create_tempdir().full_path
-    ref = subprocess.run(self._cmd(f"{base}/ref"), cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
-    self.assertEqual(ref.returncode, 0, ref.stderr[-2000:])
-    proc = subprocess.Popen(self._cmd(f"{base}/run"), cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    ckpts = f"{base}/run/checkpoints"
-    deadline = time.time() + 300
-    while time.time() < deadline:  # Kill after >= 2 finished checkpoints.
-      done = [d for d in (os.listdir(ckpts) if os.path.isdir(ckpts) else [])
-              if d.isdigit()]
-      if len(done) >= 2:
-        break
-      time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    again = subprocess.run(self._cmd(f"{base}/run"), cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=600)
-    self.assertEqual(again.returncode, 0, again.stderr[-2000:])
-    summary = json.loads(again.stdout.strip().splitlines()[-1])
-    self.assertGreater(summary["resumed_from"], 0)
-    self.assertLess(summary["resumed_from"], 60)
-    read = lambda d: {r["step"]: r for r in map(
-        json.loads, open(f"{d}/metrics.jsonl")) if "loss" in r}
-    want, got = read(f"{base}/ref"), read(f"{base}/run")
-    self.assertEqual(sorted(want), sorted(got))
-    for step in want:
-      self.assertAlmostEqual(want[step]["loss"], got[step]["loss"], places=6,
-                             msg=f"step {step}")
-
-
-class GenerationTest(absltest.TestCase):
-
-  def setUp(self):
-    super().setUp()
-    self.cfg = model_lib.GPTConfig(vocab_size=50, block_size=16, n_layer=1,
-                                   n_head=2, n_embd=16)
-    self.model = model_lib.GPT(self.cfg)
-    self.params = model_lib.init_params(self.cfg, seed=1)
-
-  def test_greedy_equals_step_by_step_argmax(self):
-    prompts = [[3, 7, 1], [5]]
-    got = generate.complete(self.params, self.model, self.cfg, prompts, 4)
-    apply = jax.jit(self.model.apply)
-    for prompt, new in zip(prompts, got):
-      seq = list(prompt)
-      for _ in range(4):
-        logits = apply(self.params, jnp.asarray([seq]))
-        seq.append(int(jnp.argmax(logits[0, -1])))
-      self.assertEqual(seq[len(prompt):], new)
-
-  def test_sampling_options(self):
-    p = [[3, 7, 1]]
-    greedy = generate.complete(self.params, self.model, self.cfg, p, 5)
-    top1 = generate.complete(self.params, self.model, self.cfg, p, 5,
-                             temperature=1.0, top_k=1)
-    self.assertEqual(greedy, top1)
-    a = generate.complete(self.params, self.model, self.cfg, p, 5, seed=4,
-                          temperature=1.0, top_p=0.9)
-    b = generate.complete(self.params, self.model, self.cfg, p, 5, seed=4,
-                          temperature=1.0, top_p=0.9)
-    self.assertEqual(a, b)
-    long_prompt = [list(range(1, 40))]  # Longer than block_size: cropped.
-    self.assertLen(generate.complete(self.params, self.model, self.cfg,
-                                     long_prompt, 4)[0], 4)
-    with self.assertRaisesRegex(ValueError, "`tokens`"):
-      generate.complete(self.params, self.model, self.cfg, p, 16)
-    with self.assertRaisesRegex(ValueError, "`temperature`"):
-      generate.complete(self.params, self.model, self.cfg, p, 2,
-                        temperature=-1.0)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,6 @@ def _with_special(a, scale, facts, instances, special, opts, progress,
     details[k] = records.solve_special(
         lambda a_k, inst: solve(a_k, [inst], opts)[0], a, facts,
         instances[k], pairs, zeros)
-    details[k].pop("_cert", None)
     details[k].pop("embedding", None)
   return [details[k] for k in range(len(instances))]
 
@@ -160,10 +159,9 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   with threadpoolctl.threadpool_limits(placement.host_blas_threads(mesh),
                                       user_api="blas"):
     for done, out in enumerate(runs, start=1):
-      k = order[out.index]
-      details[k] = detail = _record(facts, queue[out.index], out, basis,
-                                    host, opts)
-      cert = detail.pop("_cert", None)
+      detail, cert = _record(facts, queue[out.index], out, basis, host,
+                             opts)
+      details[order[out.index]] = detail
       if (opts.embeddings and objective == "solve" and cert and
           cert.get("x") is not None and np.isfinite(detail["upper_bound"])):
         detail["embedding"] = scale * np.asarray(cert["x"], np.float64)
@@ -183,11 +181,12 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   return details
 
 
-def _record(facts, inst, out, basis, host, opts) -> dict:
+def _record(facts, inst, out, basis, host, opts) -> records.Record:
   """One finished stream slot as its record: decided by the host checks,
   else the best bracket it had (solve mode), else its claim checked."""
   if out.decided:
-    return dict(out.decided, iterations=out.iterations)
+    return out.decided._replace(fields=dict(out.decided.fields,
+                                            iterations=out.iterations))
   x = None if out.x_rot is None else rotation.to_original(basis, out.x_rot)
   if opts.objective == "solve":  # Capped: the best bracket it had.
     start = time.perf_counter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -76,6 +77,14 @@ def check_subsets(facts, instances, special=None) -> dict:
   return special
 
 
+class Record(NamedTuple):
+  """One instance's outcome: `fields`, the JSON-able record topm.solve
+  returns, and `cert`, the float64-checked evidence behind its verdict
+  (lp.chains carries it along a chain; the caller never sees it)."""
+  fields: dict
+  cert: dict | None = None
+
+
 def solve_special(solve_one, a, facts, inst: Instance, pairs, zeros) -> dict:
   """An instance whose subset holds all-zero rows (`zeros`) or identical
   rows i, j (`pairs`).
@@ -92,13 +101,15 @@ def solve_special(solve_one, a, facts, inst: Instance, pairs, zeros) -> dict:
     if inst.y[i] != 0:
       zero = not np.any(facts.rows(inst.subset[[i]]))
       return detail(inst, "infeasible" if zero else "undecided", np.inf,
-                    {"ok": zero, "kind": "zero_row"}, "zero_row", 0, start)
+                    {"ok": zero, "kind": "zero_row"}, "zero_row", 0,
+                    start).fields
   for i, j in pairs:
     if inst.y[i] != inst.y[j]:
       rows = inst.subset[[i, j]]
       same = bool(np.array_equal(facts.rows(rows[:1]), facts.rows(rows[1:])))
       return detail(inst, "infeasible" if same else "undecided", np.inf,
-                    {"ok": same, "kind": "twin_rows"}, "twin_rows", 0, start)
+                    {"ok": same, "kind": "twin_rows"}, "twin_rows", 0,
+                    start).fields
   drop = [j for _, j in pairs] + list(zeros)
   keep_rows = np.setdiff1d(np.arange(a.shape[0]), inst.subset[drop])
   position = np.full(a.shape[0], -1)
@@ -263,7 +274,7 @@ def power_of_two_scaled(a, in_place: bool = False,
 
 
 def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
-            exact_fallback) -> dict:
+            exact_fallback) -> Record:
   """Checks one instance's candidate certificate (HiGHS if undecided).
 
   `certificate` says which kind of evidence was checked ('embedding',
@@ -294,7 +305,7 @@ def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
 
 def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
                start, delta, policy, tolerance, source: str = "admm"
-               ) -> dict:
+               ) -> Record:
   """Solve mode's record: t* in [lower, upper] (certified); the verdict
   follows from the bracket (FEASIBLE re-checked at its embedding, with the
   probabilities for prescribed targets)."""
@@ -307,18 +318,19 @@ def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
   elif upper == -np.inf:
     verdict = "feasible"
   out = detail(inst, verdict, float("nan"), evidence, source, iterations,
-                start)
-  out.update(lower_bound=float(lower), upper_bound=float(upper),
-             bracket_closed=bracket.closed(lower, upper, tolerance),
-             certificate=evidence.get("kind"), certificate_ok=bool(
-                 verdict != "undecided"),
-             margin=float(inst.threshold - upper) if np.isfinite(upper)
-             else (np.inf if upper == -np.inf else None))
+               start)
+  out.fields.update(
+      lower_bound=float(lower), upper_bound=float(upper),
+      bracket_closed=bracket.closed(lower, upper, tolerance),
+      certificate=evidence.get("kind"),
+      certificate_ok=bool(verdict != "undecided"),
+      margin=float(inst.threshold - upper) if np.isfinite(upper)
+      else (np.inf if upper == -np.inf else None))
   return out
 
 
 def detail(inst: Instance, verdict, bound, cert, source, iterations,
-            start) -> dict:
+           start) -> Record:
   """One instance's record. The solver stops as soon as a side is proved,
   so t* is reported as certified bounds, not an optimum: `upper_bound`
   (FEASIBLE: the largest other logit at the certified embedding; -inf with
@@ -328,16 +340,16 @@ def detail(inst: Instance, verdict, bound, cert, source, iterations,
   upper = bound if verdict == "feasible" else nan
   lower = (bound if verdict == "infeasible" else
            -np.inf if upper == -np.inf else nan)
-  return {"subset": inst.subset.tolist(), "verdict": verdict,
-          "lower_bound": lower, "upper_bound": upper,
-          "margin": cert.get("margin"),
-          "certificate_ok": bool(cert.get("ok", False)),
-          "certificate": cert.get("kind"), "source": source,
-          "iterations": iterations,
-          "radius_over_x_par": cert.get("radius_over_x_par"),
-          "rest_mass": cert.get("rest_mass"),
-          "verify_seconds": time.perf_counter() - start,
-          "_cert": cert}  # topm.solve keeps it for lp.chains, then drops it.
+  return Record({
+      "subset": inst.subset.tolist(), "verdict": verdict,
+      "lower_bound": lower, "upper_bound": upper,
+      "margin": cert.get("margin"),
+      "certificate_ok": bool(cert.get("ok", False)),
+      "certificate": cert.get("kind"), "source": source,
+      "iterations": iterations,
+      "radius_over_x_par": cert.get("radius_over_x_par"),
+      "rest_mass": cert.get("rest_mass"),
+      "verify_seconds": time.perf_counter() - start}, cert)
 
 
 def verify(facts, inst: Instance, claim, x, mu, policy, delta):
