@@ -51,6 +51,25 @@ class LayersTest(parameterized.TestCase):
                  if m == f or m.startswith(f + "."))
     self.assertEmpty(bad, f"{layer} pulled in {bad}")
 
+  def test_a_cpu_solve_never_loads_the_accelerator_layer(self):
+    # The driver imports lp.device_checks (and lp.finish lp.ipm) only where
+    # their work goes to a device: deleting them leaves a CPU solver.
+    code = ("import os, sys\n"
+            "os.environ.pop('BOTTLENECK_DEVICE_CHECKS', None)\n"
+            "from bottleneck import topm\n"
+            "from bottleneck.io import matrices\n"
+            "out = topm.sweep(matrices.random(400, 16, 0), [3, 6], 10,\n"
+            "                 batch=4, finish_after=100)\n"
+            "assert sum(r['feasible'] + r['infeasible'] for r in out) == 20\n"
+            "print(' '.join(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    loaded = set(out.split())
+    self.assertIn("bottleneck.lp.driver", loaded)
+    self.assertEmpty(sorted(f"bottleneck.lp.{m}" for m in (
+        "device_checks", "device_kernels", "ipm")
+        if f"bottleneck.lp.{m}" in loaded))
+
 
 if __name__ == "__main__":
   absltest.main()

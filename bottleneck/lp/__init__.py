@@ -25,8 +25,10 @@ The driver:
   finish        an exact interior-point finish for slow instances
   mehrotra      the interior point's step, shared by finish and ipm
   records       one instance's record, from claim to certified verdict
-Accelerator-only speed:
-  placement     where and when the host checks run beside the stream
+Accelerator-only speed (the driver imports device_checks and ipm only
+where their work goes to a device: a CPU solve never loads them):
+  placement     where and when the host checks run beside the stream, and
+                whether their products go to the device
   device_checks, device_kernels
                 the checks' largest products on the LP's device
   ipm           the finish's interior point on a device

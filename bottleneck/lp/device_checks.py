@@ -58,23 +58,15 @@ import jax
 import numpy as np
 
 from bottleneck.lp import device_kernels as kernels
-from bottleneck.lp import enclosure
+from bottleneck.lp import enclosure, placement
 
 ROW_BUCKET = 512  # Rows of A gathered (S and K) are padded to a multiple,
 SUBSET_BUCKET = 64  # and S's alone (the projection's QR) to one of this.
 SCORE_SIZES = (1, 4, 16, 64)  # Points scored at once, padded to the next.
 STAGES = ("scores", "dual")  # `warm_up`: every check, then INFEASIBLE ones.
-ENV = "BOTTLENECK_DEVICE_CHECKS"
+ENV = placement.DEVICE_CHECKS_ENV
 WARM_UP_ENV = "BOTTLENECK_DEVICE_WARM_UP"  # first_chunk (default) | eager.
-
-
-def enabled(platform: str) -> bool:
-  """Whether the checks' products go to a device of this platform (module
-  docstring): a GPU, or any but a TPU where ENV is 1; none where it is 0."""
-  forced = os.environ.get(ENV)
-  if platform == "tpu" or forced == "0":
-    return False
-  return forced == "1" or platform == "gpu"
+enabled = placement.device_checks_enabled  # Decided where the driver is.
 
 
 class DeviceA:

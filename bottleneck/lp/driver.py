@@ -20,8 +20,8 @@ import threadpoolctl
 
 from bottleneck import checks, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, device_checks, host_checks,
-                           placement, records, rotation, stream, verdicts)
+from bottleneck.lp import (admm, bracket, host_checks, placement, records,
+                           rotation, stream, verdicts)
 from bottleneck.lp import facts as lp_facts
 
 # The host checks' freed float64 temporaries go back to the OS (malloc_trim)
@@ -123,9 +123,7 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   if first_check == "auto" or (objective == "solve" and first_check is None):
     # Solve mode is decided by the host checks.
     first_check = placement.first_check_age(settings, *a.shape, m_pad)
-  facts.device = device = (
-      device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
-      if len(instances) >= placement.DEVICE_CHECKS_MIN else None)
+  facts.device = device = _device_a(facts, mesh, m_pad, len(instances))
   shared, basis = rotation.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
@@ -179,6 +177,17 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
       if meter:
         meter.update(done, cost.eta())
   return details
+
+
+def _device_a(facts, mesh, m_pad: int, count: int):
+  """lp.device_checks' DeviceA where the checks' products go to the LP's
+  device (placement.device_checks_enabled), else None. The accelerator
+  layer is imported only then: a CPU solve never loads it."""
+  if count < placement.DEVICE_CHECKS_MIN or not (
+      placement.device_checks_enabled(mesh.devices.flat[0].platform)):
+    return None
+  from bottleneck.lp import device_checks  # pylint: disable=g-import-not-at-top
+  return device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
 
 
 def _record(facts, inst, out, basis, host, opts) -> records.Record:

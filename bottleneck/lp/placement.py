@@ -47,6 +47,17 @@ def host_blas_threads(mesh) -> int:
 # background) pay back over many checks, not over the one-instance solves of
 # records.solve_special (a reduced A each).
 DEVICE_CHECKS_MIN = 16
+DEVICE_CHECKS_ENV = "BOTTLENECK_DEVICE_CHECKS"  # 1: also a CPU device; 0: none.
+
+
+def device_checks_enabled(platform: str) -> bool:
+  """Whether the checks' products go to a device of this platform
+  (lp.device_checks): a GPU, or any but a TPU where DEVICE_CHECKS_ENV is
+  1; none where it is 0."""
+  forced = os.environ.get(DEVICE_CHECKS_ENV)
+  if platform == "tpu" or forced == "0":
+    return False
+  return forced == "1" or platform == "gpu"
 
 
 # Seconds of exact finishes on the host in one solve, beside an
