@@ -142,9 +142,9 @@ class FamiliesTest(parameterized.TestCase):
          r"implies \(32, 16\) from n_embd=32, n_kv_head=2, head_dim=8"),
         ({"intermediate_size": 40}, r"ffn_dim=40"),
         ({"num_hidden_layers": 1},
-         r"num_hidden_layers = 1, but the ref.weights hold 2 block"),
+         r"num_hidden_layers = 1, but the weights hold 2 block"),
         ({"num_hidden_layers": 3},
-         r"num_hidden_layers = 3, but the ref.weights hold 2 block"),
+         r"num_hidden_layers = 3, but the weights hold 2 block"),
         ({"vocab_size": 301}, r"vocab_size=301")):
       ref.write_hf(folder, "qwen3", w, dict(ref.hf_config("qwen3"), **change))
       with self.assertRaisesRegex(ValueError, message):
