@@ -2,11 +2,12 @@
 
 For each model spec (subjects.SPECS): load it; one Pass over `text`
 (windows of `window` tokens, seed 002's sums included) and one over
-`ood_text`; every probe reads those passes and the head; the LPs of seed
-001's Figure 1 run on the head and on a Gaussian matrix of its shape; the
-model is freed before the next one loads. `tables` turns the results into
-one table per result (a column per model, the papers' number last) and
-`figures` overlays the models.
+`ood_text`; every compared probe (registry.SPECS with a time share) reads
+those passes and the head; the LPs of seed 001's Figure 1 run on the head
+and on a Gaussian matrix of its shape; the model is freed before the next
+one loads. `tables` turns the results into one table per result (a column
+per model, the papers' number last) and `figures` overlays the models,
+both from the probes' specs (train/probes/spec.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from train.probes.spec import Context, Figure, Row, Settings
 
 __all__ = ["Settings", "run", "probe_model", "tables", "figures",
            "figure_names", "captions", "paper", "unique_name"]
-
 
 
 def phase_share() -> dict[str, float]:
