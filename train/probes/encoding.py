@@ -17,7 +17,7 @@ from bottleneck import encoding
 from train.probes import plots
 from train.probes.forward import (Pass, device_head, position_cap,
                                   probabilities)
-from train.probes.spec import Figure, Probe, Row, fmt
+from train.probes.spec import Figure, Probe, Row, fmt, of_key
 
 
 def _embeddings(subject):
@@ -191,12 +191,10 @@ ENCODING = Probe(
     figures=(
         Figure("encoding_mlr", "-log alpha_w against its linear fit on the "
                "output embedding E_w (seed 003 eq. 2, Table 1).",
-               lambda by: plots.mlr_fit(
-                   {n: e["scatter"] for n, e in by.items()})),
+               of_key(plots.mlr_fit, "scatter")),
         Figure("encoding_spearman", "|Spearman r| between alpha and each "
                "principal component / dimension of W (seed 003 Fig. 3).",
-               lambda by: plots.spearman(
-                   {n: e["profiles"] for n, e in by.items()}))),
+               of_key(plots.spearman, "profiles"))),
     share=0.07, rows=(
         Row("seed003", "Table 1: adj. R^2 of -log alpha on W (random / "
             "shuffled)", "0.86-0.89 (seed 003 Table 1: GPT-2 0.892)",
@@ -215,8 +213,7 @@ EDIT = Probe(
                            seed=ctx.settings.seed),
     figures=(Figure("edit_scales", "Requested vs measured scaling of a "
                     "token's mean probability after Algorithm 1's edit "
-                    "(b = 2).", lambda by: plots.edit_scales(
-                        {n: e["curve"] for n, e in by.items()})),),
+                    "(b = 2).", of_key(plots.edit_scales, "curve")),),
     share=0.07, rows=(
         Row("seed003", "Algorithm 1: e_local at b = 2 (unedited)",
             "0.19 at b = 2 (seed 003 Table 2, GPT-2)", _e_local_b2),))

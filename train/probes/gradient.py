@@ -13,7 +13,7 @@ import numpy as np
 from bottleneck import gradient, logit_gradients
 from train.probes import forward, plots
 from train.probes.forward import Pass, position_cap
-from train.probes.spec import Figure, Probe, Row, fmt
+from train.probes.spec import Figure, Probe, Row, fmt, of_key
 
 
 RANDOM_HEAD_ENTRIES = 1 << 24  # Largest V x D given a Gaussian twin.
@@ -129,8 +129,7 @@ GRADIENT = Probe(
                "(seed 002 Fig. 2)."),
         Figure("gradient_efficiency", "Loss change after moving the logits "
                "along the gradient, directly or through H (seed 002 Fig. "
-               "8).", lambda by: plots.efficiency(
-                   {n: g["efficiency"] for n, g in by.items()}))),
+               "8).", of_key(plots.efficiency, "efficiency"))),
     share=0.03, gradient_sums=True, rows=(
         Row("seed002", "eq. (10): gradient norm destroyed, all tokens",
             "95-99% (seed 002 Fig. 6: GPT-2, Pythia, Llama 3, Qwen3)",
@@ -140,5 +139,6 @@ GRADIENT = Probe(
         Row("seed002", "per token: 5% / 50% / 95% quantiles", "",
             lambda n: " / ".join(
                 fmt(v) for v in n["gradient"]["per_token_quantiles"].values())),
-        Row("seed002", "App. D: mean cos(g, P_W g)", "0.1-0.2 (seed 002 App. D)",
+        Row("seed002", "App. D: mean cos(g, P_W g)",
+            "0.1-0.2 (seed 002 App. D)",
             lambda n: fmt(n["gradient"]["mean_cosine"]))))

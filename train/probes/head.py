@@ -21,7 +21,7 @@ from train.models import generate, loaders
 from train.probes import forward, plots
 from train.probes.forward import (Pass, device_head, position_cap,
                                   probabilities)
-from train.probes.spec import Context, Figure, Probe, Row, fmt
+from train.probes.spec import Context, Figure, Probe, Row, fmt, of_key
 
 # Modern encyclopaedia-style English written for this project (96 words).
 PROSE = (
@@ -202,8 +202,7 @@ ROWSTATS = Probe(
     "rowstats", "subject", _rowstats,
     figures=(Figure("rowstats", "Row norms and pairwise cosines of each head "
                     "against a Gaussian matrix of its shape (seed 001 App. "
-                    "E / Fig. 7).", lambda by: plots.rowstats(
-                        {n: r["histograms"] for n, r in by.items()})),),
+                    "E / Fig. 7).", of_key(plots.rowstats, "histograms")),),
     share=0.02, rows=(
         Row("seed001", "App. E: row-norm std / mean, trained (Gaussian)",
             "trained rows vary more in norm, mostly positive cosines "

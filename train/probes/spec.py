@@ -98,6 +98,12 @@ TABLES = {"subject": "What was probed", "sanity": "Loaded right?",
           "seed001": "Seed 001: appendices and Figure 1"}
 
 
+def of_key(draw: Callable[[dict], Any], key: str) -> Callable[[dict], Any]:
+  """An overlay drawing `draw({model: numbers[key]})`: the common case of
+  a figure that plots one entry of each model's numbers."""
+  return lambda by_model: draw({n: r[key] for n, r in by_model.items()})
+
+
 def captions(*probes: Probe) -> dict[str, str]:
   """{figure name: caption} of the probes' figures."""
   return {f.name: f.caption for p in probes for f in p.figures}
