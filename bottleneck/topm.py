@@ -50,7 +50,7 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   as a global INFEASIBLE one, `polish.dual`; a ray) and stops as soon as
   one holds
   (`first_check=None`: only the solver's own in-loop nominations; 'auto':
-  `lp.placement.first_check_age`).
+  `lp.host_checks.first_check_age`).
   Instances enter the slots in a fixed pseudo-random order (an ETA true
   from the start).
   In decide mode, instances with a `chain` (nested subsets: `sweeps`)

@@ -283,6 +283,40 @@ class TransformTest(absltest.TestCase):
     self.assertEqual(seen, [(0, 1, 1)])
     self.assertLen(out, len(insts))
 
+  def test_a_rejected_nomination_resumes_with_a_quiet_period(self):
+    # The host's verify rejects each instance's first in-loop nomination:
+    # the slot iterates on, and is not nominated again before it has run
+    # as many iterations again (the driver's nominate_from, not the
+    # solver's state). Without the quiet period the next check would
+    # nominate it check_every iterations later.
+    a = _matrix(1500, 48, 3)
+    insts = _instances(a, (12, 16), 3, "logits", 4)
+    shared, _ = rotation.prepare(a)
+    mesh = sharding.batch_mesh(jax.devices()[:1])
+    settings = admm.Settings(max_iters=3000)
+
+    def solve(reject_first):
+      rejected = set()
+
+      def verify(index, claim, x_rot, mu):
+        del claim, x_rot, mu
+        if reject_first and index not in rejected:
+          rejected.add(index)
+          return None
+        return "certified"
+
+      return {f.index: f.iterations for f in stream.run(
+          shared, insts, settings, 1, 16, mesh, verify=verify)
+              if f.decided == "certified"}
+
+    first, second = solve(False), solve(True)
+    self.assertEqual(sorted(second), list(range(len(insts))))
+    self.assertTrue(any(age > settings.check_every
+                        for age in first.values()))
+    for index, age in second.items():
+      self.assertGreaterEqual(
+          age, first[index] + max(first[index], settings.check_every))
+
   def test_no_lapack_custom_calls_in_the_solver(self):
     a = _matrix(200, 16, 1)
     shared, _ = rotation.prepare(a)

@@ -47,7 +47,7 @@ def define_flags():
                       "running instances at this age, then at twice it, ... "
                       "(0: only the solver's own in-loop verdicts; auto: "
                       "100, or 200 where a check costs more than 64 "
-                      "iterations, lp.placement.first_check_age).")
+                      "iterations, lp.host_checks.first_check_age).")
   flags.DEFINE_bool("exact_fallback", False, "Settle undecided instances "
                     "with HiGHS (certified the same way).")
   flags.DEFINE_enum("objective", "decide", ["decide", "solve"],

@@ -18,17 +18,19 @@ The driver:
   driver        one call: check and scale A, split off special subsets,
                 stream the rest with host checks, certified records
   stream        continuous batching of many instances over a fixed batch
-  host_checks   the host's checks of the stream's running slots
+  host_checks   the host's checks of the stream's running slots: their
+                first age, their BLAS threads, the callbacks
   chains, chain_feed, transitions
                 nested subsets along m: verdicts carried along a chain, the
                 order chains run in, where their transitions lie
   finish        an exact interior-point finish for slow instances
   mehrotra      the interior point's step, shared by finish and ipm
   records       one instance's record, from claim to certified verdict
-Accelerator-only speed (the driver imports device_checks and ipm only
-where their work goes to a device: a CPU solve never loads them):
-  placement     where and when the host checks run beside the stream, and
-                whether their products go to the device
+Accelerator-only speed (the driver imports placement only where a solve
+may send work to a device, and device_checks and ipm only where it does: a
+CPU solve never loads them, and runs with this layer deleted):
+  placement     whether the checks' products and the finish's interior
+                point go to the device
   device_checks, device_kernels
                 the checks' largest products on the LP's device
   ipm           the finish's interior point on a device

@@ -131,33 +131,41 @@ def _iterate(shared: Shared, state: State, s: Settings, steps):
        state.work), (state.x, state.t, state.u_s, state.work))
 
 
-def update(shared: Shared, state: State, s: Settings, steps=1) -> State:
+def update(shared: Shared, state: State, s: Settings, steps=1,
+           nominate_from=None) -> State:
   """`steps` iterations for every running instance (decided ones stay
   frozen), then the check / scan / adaptation due at the new iteration
   count. `steps` (a traced value is fine) must not cross a multiple of
-  `block_size`: no check falls inside the run, so no status changes in it."""
+  `block_size`: no check falls inside the run, so no status changes in it.
+  `nominate_from` ([B] int32, default 0): an instance is nominated in the
+  loop only once it has run that many iterations (the driver's quiet
+  period after a nomination it could not certify)."""
   x, t, u_s, work = _iterate(shared, state, s, steps)
   running = state.status == RUNNING
   x, t, u_s, work = _select(running, (x, t, u_s, work),
                             (state.x, state.t, state.u_s, state.work))
   it = state.iteration + steps
-  state = state._replace(x=x, t=t, u_s=u_s, work=work, iteration=it)
+  state = state._replace(x=x, t=t, u_s=u_s, work=work, iteration=it,
+                         iters=state.iters + jnp.where(running, steps, 0))
+  loud = (jnp.ones_like(running) if nominate_from is None else
+          state.iters >= nominate_from)
   state = jax.lax.cond(it % s.check_every == 0,
-                       lambda st: _check_all(shared, st, s), lambda st: st,
-                       state)
+                       lambda st: _check_all(shared, st, s, loud),
+                       lambda st: st, state)
   state = jax.lax.cond(it % s.scan_every == 0,
-                       lambda st: _scan_all(shared, st, s), lambda st: st,
-                       state)
+                       lambda st: _scan_all(shared, st, s, loud),
+                       lambda st: st, state)
   return jax.lax.cond(it % s.adapt_every == 0,
                       lambda st: _adapt_all(shared, st, s), lambda st: st,
                       state)
 
 
-def _check_all(shared: Shared, state: State, s: Settings) -> State:
-  """In-loop nominations: INFEASIBLE from the dual bound on W; FEASIBLE
-  only after a full pass over every row (`_full_logits`), which runs when
-  W alone has an instance's projected point below its threshold. With
-  objective 'solve' nothing is nominated (the candidates are recorded)."""
+def _check_all(shared: Shared, state: State, s: Settings, loud) -> State:
+  """In-loop nominations of the `loud` instances: INFEASIBLE from the dual
+  bound on W; FEASIBLE only after a full pass over every row
+  (`_full_logits`), which runs when W alone has an instance's projected
+  point below its threshold. With objective 'solve' nothing is nominated
+  (the candidates are recorded)."""
   running = state.status == RUNNING
 
   def bounds(inst, rows, work, x):  # Dual bound and W's largest logit.
@@ -169,14 +177,12 @@ def _check_all(shared: Shared, state: State, s: Settings) -> State:
   mu, t_low, x_proj, t_up_w = _by_live_groups(
       s, running, bounds, (state.inst, state.rows, state.work, state.x),
       (jnp.zeros_like(state.work.u), -inf, state.x, inf))
-  loud = state.iteration >= state.quiet_until
   infeasible = running & loud & (t_low > state.inst.threshold)
   if s.objective == "solve":
     infeasible = jnp.zeros_like(infeasible)
   better_low = running & (t_low > state.t_lower)
   state = state._replace(
       status=jnp.where(infeasible, INFEASIBLE, state.status),
-      decided_at=jnp.where(infeasible, state.iteration, state.decided_at),
       mu_cert=_select(better_low, mu, state.mu_cert),
       mu_idx=_select(better_low, state.rows.idx, state.mu_idx),
       t_lower=jnp.where(better_low, t_low, state.t_lower))
@@ -203,19 +209,18 @@ def _full_logits(shared: Shared, state: State, x_proj, which):
   better_up = running & (t_up < state.t_upper)
   return state._replace(
       status=jnp.where(feasible, FEASIBLE, state.status),
-      decided_at=jnp.where(feasible, state.iteration, state.decided_at),
       x_cert=_select(better_up, x_proj, state.x_cert),
       t_upper=jnp.where(better_up, t_up, state.t_upper)), logits
 
 
-def _scan_all(shared: Shared, state: State, s: Settings) -> State:
-  """Every `scan_every` iterations: the full pass of `_full_logits`, then
+def _scan_all(shared: Shared, state: State, s: Settings, loud) -> State:
+  """Every `scan_every` iterations: the full pass of `_full_logits` (its
+  nominations for the `loud` instances only), then
   each working set refreshed to the K largest logits (rows with a positive
   multiplier kept; new rows start at the shadow)."""
   x_proj = jax.vmap(admm_step.project)(state.inst, state.x)
   status = state.status
-  state, logits = _full_logits(shared, state, x_proj,
-                               state.iteration >= state.quiet_until)
+  state, logits = _full_logits(shared, state, x_proj, loud)
   if s.objective == "solve":  # Record the candidate, nominate nothing.
     state = state._replace(status=status)
   k = state.rows.idx.shape[1]
@@ -245,11 +250,12 @@ def _adapt_all(shared: Shared, state: State, s: Settings) -> State:
 
 
 def run_until(shared: Shared, state: State, s: Settings, max_steps,
-              stop_below=0) -> State:
+              stop_below=0, nominate_from=None) -> State:
   """Iterates until at most `stop_below` instances run or `max_steps` pass.
 
-  Instances reaching `s.max_iters` iterations since their start become
-  MAX_ITER (undecided). Both bounds may be traced values (no recompile).
+  Instances reaching `s.max_iters` iterations become MAX_ITER
+  (undecided). Both bounds may be traced values (no recompile);
+  `nominate_from` as in `update`.
   """
   start = state.iteration
   block = block_size(s)
@@ -259,16 +265,13 @@ def run_until(shared: Shared, state: State, s: Settings, max_steps,
             (jnp.sum(st.status == RUNNING) > stop_below))
 
   def body(st):  # Up to the next block boundary, the end, or a cap.
-    to_cap = jnp.min(jnp.where(st.status == RUNNING, st.started_at +
-                               s.max_iters - st.iteration, block))
+    to_cap = jnp.min(jnp.where(st.status == RUNNING, s.max_iters - st.iters,
+                               block))
     steps = jnp.minimum(jnp.minimum(block - st.iteration % block,
                                     start + max_steps - st.iteration), to_cap)
-    st = update(shared, st, s, jnp.maximum(steps, 1))
-    capped = (st.status == RUNNING) & (st.iteration - st.started_at >=
-                                       s.max_iters)
-    return st._replace(status=jnp.where(capped, MAX_ITER, st.status),
-                       decided_at=jnp.where(capped, st.iteration,
-                                            st.decided_at))
+    st = update(shared, st, s, jnp.maximum(steps, 1), nominate_from)
+    capped = (st.status == RUNNING) & (st.iters >= s.max_iters)
+    return st._replace(status=jnp.where(capped, MAX_ITER, st.status))
 
   return jax.lax.while_loop(cond, body, state)
 
@@ -280,22 +283,14 @@ def refill(shared: Shared, state: State, problem: Problem, replace,
   The others keep their state; the global iteration counter continues, so
   the check / adaptation schedule is shared.
   """
-  fresh = init(shared, problem, s)
-  fresh = fresh._replace(
-      started_at=jnp.full_like(state.started_at, state.iteration),
-      iteration=state.iteration)
-  merged = _select(replace, fresh, state)
+  merged = _select(replace, init(shared, problem, s), state)
   return merged._replace(iteration=state.iteration)
 
 
-def resume(state: State, which, quiet_for) -> State:
+def resume(state: State, which) -> State:
   """Sets the instances `which` running again (a nomination the host could
-  not certify), with in-loop nominations quiet for `quiet_for` iterations;
-  their iterates continue where they were."""
-  return state._replace(
-      status=jnp.where(which, RUNNING, state.status),
-      quiet_until=jnp.where(which, state.iteration + quiet_for,
-                            state.quiet_until))
+  not certify); their iterates continue where they were."""
+  return state._replace(status=jnp.where(which, RUNNING, state.status))
 
 
 def run(shared: Shared, problem: Problem, s: Settings,

@@ -112,11 +112,8 @@ class State(NamedTuple):
   factors: admm_step.Factors  # [B, ...]
   iteration: jax.Array  # [] int32 global iteration counter.
   status: jax.Array  # [B] int32: RUNNING / FEASIBLE / INFEASIBLE / MAX_ITER
-  started_at: jax.Array  # [B] int32 global iteration the instance started.
-  decided_at: jax.Array  # [B] int32 global iteration of the verdict.
-  # [B] int32: no in-loop nomination before this global iteration (set
-  # when the host rejected one and resumed the instance).
-  quiet_until: jax.Array
+  iters: jax.Array  # [B] int32 iterations the instance has run (frozen
+  # once it is decided; 0 after a refill).
   x_cert: jax.Array  # [B, d] candidate primal certificate (rotated basis).
   mu_cert: jax.Array  # [B, K] candidate multipliers (sum 1) on rows
   mu_idx: jax.Array  # [B, K] mu_idx (the W they were found on).
@@ -148,9 +145,7 @@ def init(shared: Shared, problem: Problem, s: Settings) -> State:
   return State(
       inst=inst, x=x, t=t, u_s=jnp.zeros(inst.y.shape, dtype), rows=rows,
       work=work, factors=factors, iteration=jnp.zeros((), jnp.int32),
-      status=jnp.zeros(bsz, jnp.int32), started_at=jnp.zeros(bsz, jnp.int32),
-      decided_at=jnp.zeros(bsz, jnp.int32),
-      quiet_until=jnp.zeros(bsz, jnp.int32),
+      status=jnp.zeros(bsz, jnp.int32), iters=jnp.zeros(bsz, jnp.int32),
       x_cert=jnp.zeros((bsz, d), dtype), mu_cert=jnp.zeros((bsz, k), dtype),
       mu_idx=rows.idx, t_upper=jnp.full(bsz, jnp.inf, dtype),
       t_lower=jnp.full(bsz, -jnp.inf, dtype))

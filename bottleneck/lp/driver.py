@@ -13,6 +13,7 @@ sharded over `devices`) while the host checks every nomination in float64
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -20,8 +21,8 @@ import threadpoolctl
 
 from bottleneck import checks, sharding
 from bottleneck.io import cli
-from bottleneck.lp import (admm, bracket, host_checks, placement, records,
-                           rotation, stream, verdicts)
+from bottleneck.lp import (admm, bracket, host_checks, records, rotation,
+                           stream, verdicts)
 from bottleneck.lp import facts as lp_facts
 
 # The host checks' freed float64 temporaries go back to the OS (malloc_trim)
@@ -29,6 +30,11 @@ from bottleneck.lp import facts as lp_facts
 # large head; a trim after every instance would cost a few % of the band's
 # time.
 TRIM_EVERY_S = 2.0
+
+# lp.placement's environment overrides: set to 1, a solve on CPU devices
+# sends work to its device too (tests of the accelerator layer).
+ACCELERATOR_OVERRIDES = ("BOTTLENECK_DEVICE_CHECKS",
+                         "BOTTLENECK_DEVICE_FINISH")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,8 +128,10 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   first_check = opts.first_check
   if first_check == "auto" or (objective == "solve" and first_check is None):
     # Solve mode is decided by the host checks.
-    first_check = placement.first_check_age(settings, *a.shape, m_pad)
-  facts.device = device = _device_a(facts, mesh, m_pad, len(instances))
+    first_check = host_checks.first_check_age(settings, *a.shape, m_pad)
+  placement = _placement(mesh)
+  facts.device = device = _device_a(placement, facts, mesh, m_pad,
+                                    len(instances))
   shared, basis = rotation.prepare(a)
   cli.trim_heap()  # prepare's float64 blocks (0.1 GB at 262144 x 640).
   meter = cli.Progress(len(instances), progress if isinstance(
@@ -139,7 +147,7 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   host = host_checks.HostChecks(
       facts, queue, basis, opts.policy, opts.delta, objective,
       opts.tolerance, finish_after, first_check,
-      placement.device_finish_after(mesh))
+      placement and placement.device_finish_after(mesh))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
   runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
@@ -154,7 +162,7 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
       known.expected_runs if chained else None)
   trimmed = time.perf_counter()
   # The host checks run as the stream pulls.
-  with threadpoolctl.threadpool_limits(placement.host_blas_threads(mesh),
+  with threadpoolctl.threadpool_limits(host_checks.host_blas_threads(mesh),
                                       user_api="blas"):
     for done, out in enumerate(runs, start=1):
       detail, cert = _record(facts, queue[out.index], out, basis, host,
@@ -179,11 +187,23 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   return details
 
 
-def _device_a(facts, mesh, m_pad: int, count: int):
+def _placement(mesh):
+  """lp.placement (the accelerator layer's decisions) where this solve may
+  send work to a device: an accelerator, or CPU devices with one of
+  ACCELERATOR_OVERRIDES at 1. Else None: a CPU solve runs on the host
+  checks alone and never imports the accelerator layer."""
+  if mesh.devices.flat[0].platform == "cpu" and not any(
+      os.environ.get(name) == "1" for name in ACCELERATOR_OVERRIDES):
+    return None
+  from bottleneck.lp import placement  # pylint: disable=g-import-not-at-top
+  return placement
+
+
+def _device_a(placement, facts, mesh, m_pad: int, count: int):
   """lp.device_checks' DeviceA where the checks' products go to the LP's
   device (placement.device_checks_enabled), else None. The accelerator
-  layer is imported only then: a CPU solve never loads it."""
-  if count < placement.DEVICE_CHECKS_MIN or not (
+  layer is imported only then."""
+  if placement is None or count < placement.DEVICE_CHECKS_MIN or not (
       placement.device_checks_enabled(mesh.devices.flat[0].platform)):
     return None
   from bottleneck.lp import device_checks  # pylint: disable=g-import-not-at-top

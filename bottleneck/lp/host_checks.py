@@ -21,12 +21,13 @@ batches; INFEASIBLE proofs carried up.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
 
-from bottleneck.lp import (bracket, certificates, chain_feed, chains, finish,
-                           polish, records, rotation, verdicts)
+from bottleneck.lp import (admm, bracket, certificates, chain_feed, chains,
+                           finish, polish, records, rotation, verdicts)
 
 # In the stream's idle tail an instance open at this many first checks'
 # age gets its exact finish at once rather than at `finish_after`: one slow
@@ -34,6 +35,37 @@ from bottleneck.lp import (bracket, certificates, chain_feed, chains, finish,
 # one left open by ADMM until age 1600 is decided sooner from an earlier
 # iterate).
 IDLE_FINISH = 4
+
+
+def first_check_age(settings: admm.Settings, n: int, d: int,
+                    m_pad: int) -> int:
+  """The age of an instance's first host check: 100, or 200 where a check
+  (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
+  working set). A failed check costs its time and an early success saves
+  iterations: on a 2-core CPU, 200 made the band's instances at 50257 x
+  768 faster, and 100 the report's 8192 x 256 sweep (every row in the
+  working set)."""
+  k = admm.working_set_size(settings, n, d, m_pad)
+  return 200 if d * d > 64 * k else 100
+
+
+# BLAS threads of the host checks beside an accelerator. On a 16-core H100
+# machine OpenBLAS's default of 16 threads made paper-size Figure 1 several
+# times slower than 1 thread; 4 was the fastest.
+ACCELERATOR_BLAS_THREADS = 4
+
+
+def host_blas_threads(mesh) -> int:
+  """BLAS threads for the float64 host checks (polish, certificates,
+  lp.finish), which run one at a time beside the devices' iterations.
+  CPU devices: one, XLA's iterations use the cores (on a 2-core CPU two
+  threads made the checks and the finish slower). Accelerators:
+  ACCELERATOR_BLAS_THREADS (at most the host's cores)."""
+  if mesh.devices.flat[0].platform == "cpu":
+    return 1
+  cores = len(os.sched_getaffinity(0)) if hasattr(
+      os, "sched_getaffinity") else (os.cpu_count() or 1)
+  return min(ACCELERATOR_BLAS_THREADS, cores)
 
 
 class HostChecks:

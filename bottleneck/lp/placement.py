@@ -1,46 +1,13 @@
-"""Where and when the LP's float64 host checks run beside the stream
-(lp.stream, lp.host_checks): their first age, their BLAS threads, and when
-their largest products (lp.device_checks) and lp.finish's interior point
-(lp.ipm) go to the device instead. topm.solve reads these per solve.
+"""The accelerator layer's decisions: when the host checks' largest
+products (lp.device_checks) and lp.finish's interior point (lp.ipm) go to
+the LP's device instead of the host. lp.driver imports it only where a
+solve may send work to a device (an accelerator, or a CPU device where
+one of OVERRIDES is 1): a CPU solve never loads this layer.
 """
 
 from __future__ import annotations
 
 import os
-
-from bottleneck.lp import admm
-
-
-def first_check_age(settings: admm.Settings, n: int, d: int,
-                    m_pad: int) -> int:
-  """The age of an instance's first host check: 100, or 200 where a check
-  (float64 work ~d^3) outweighs 64 iterations of one instance (~K d, K its
-  working set). A failed check costs its time and an early success saves
-  iterations: on a 2-core CPU, 200 made the band's instances at 50257 x
-  768 faster, and 100 the report's 8192 x 256 sweep (every row in the
-  working set)."""
-  k = admm.working_set_size(settings, n, d, m_pad)
-  return 200 if d * d > 64 * k else 100
-
-
-# BLAS threads of the host checks beside an accelerator. On a 16-core H100
-# machine OpenBLAS's default of 16 threads made paper-size Figure 1 several
-# times slower than 1 thread; 4 was the fastest.
-ACCELERATOR_BLAS_THREADS = 4
-
-
-def host_blas_threads(mesh) -> int:
-  """BLAS threads for the float64 host checks (polish, certificates,
-  lp.finish), which run one at a time beside the devices' iterations.
-  CPU devices: one, XLA's iterations use the cores (on a 2-core CPU two
-  threads made the checks and the finish slower). Accelerators: ACCELERATOR_BLAS_THREADS
-  (at most the host's cores)."""
-  if mesh.devices.flat[0].platform == "cpu":
-    return 1
-  cores = len(os.sched_getaffinity(0)) if hasattr(
-      os, "sched_getaffinity") else (os.cpu_count() or 1)
-  return min(ACCELERATOR_BLAS_THREADS, cores)
-
 
 # Instances a solve needs before its checks' products go to a GPU
 # (lp.device_checks): their compiles (one per call and matrix shape, in the
@@ -48,6 +15,8 @@ def host_blas_threads(mesh) -> int:
 # records.solve_special (a reduced A each).
 DEVICE_CHECKS_MIN = 16
 DEVICE_CHECKS_ENV = "BOTTLENECK_DEVICE_CHECKS"  # 1: also a CPU device; 0: none.
+DEVICE_FINISH_ENV = "BOTTLENECK_DEVICE_FINISH"  # 1: at once; 0: never.
+OVERRIDES = (DEVICE_CHECKS_ENV, DEVICE_FINISH_ENV)
 
 
 def device_checks_enabled(platform: str) -> bool:
@@ -73,7 +42,7 @@ def device_finish_after(mesh) -> float | None:
   never on CPU devices (numpy's, one BLAS thread beside XLA's iterations,
   is as fast there: benchmarks/RESULTS.md). BOTTLENECK_DEVICE_FINISH=1
   (at once) / =0 (never) overrides."""
-  forced = os.environ.get("BOTTLENECK_DEVICE_FINISH")
+  forced = os.environ.get(DEVICE_FINISH_ENV)
   if forced in ("0", "1"):
     return 0.0 if forced == "1" else None
   return None if mesh.devices.flat[0].platform == "cpu" else (

@@ -65,8 +65,9 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   def init(shared, problem, active):
     return freeze(admm.init(shared, problem, settings), active)
 
-  def advance(shared, state, max_steps, stop_below):
-    return admm.run_until(shared, state, settings, max_steps, stop_below)
+  def advance(shared, state, max_steps, stop_below, nominate_from):
+    return admm.run_until(shared, state, settings, max_steps, stop_below,
+                          nominate_from)
 
   def refill(shared, state, problem, replace, active):
     new = admm.refill(shared, state, problem, replace, settings)
@@ -92,11 +93,11 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   # autotuner's compile time.
   jit = functools.partial(jax.jit, out_shardings=state_sh)
   return Compiled(
-      jit(advance, in_shardings=(rep, state_sh, None, None),
+      jit(advance, in_shardings=(rep, state_sh, None, None, b1),
           donate_argnums=1),
       jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
           donate_argnums=1),
-      jit(admm.resume, in_shardings=(state_sh, b1, None), donate_argnums=0),
+      jit(admm.resume, in_shardings=(state_sh, b1), donate_argnums=0),
       jit(lambda state, which: freeze(state, ~which),
           in_shardings=(state_sh, b1), donate_argnums=0),
       state_sh, state_shape, problem_shape, shared_shape)
@@ -130,7 +131,8 @@ def precompile(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   mask = jax.ShapeDtypeStruct((batch,), bool)
   scalar = jax.ShapeDtypeStruct((), jnp.int32)
   lowered = ((fns.refill, (shared, state, fns.problem_shape, mask, mask)),
-             (fns.advance, (shared, state, scalar, scalar)))
+             (fns.advance, (shared, state, scalar, scalar,
+                            jax.ShapeDtypeStruct((batch,), jnp.int32))))
 
   def compile_one(jitted, args):
     try:
@@ -237,6 +239,9 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
 
   slots = [take() for _ in range(batch)]
   next_check = np.full(batch, first_check)  # Age of each slot's next offer.
+  # A slot's in-loop nominations wait until it has run this many
+  # iterations (set when `verify` rejected one; 0 for a fresh instance).
+  nominate_from = np.zeros(batch, np.int32)
   step = max(1, first_check // 2)  # Host visits: every `step` iterations.
 
   def problem():
@@ -251,7 +256,8 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
     if decide is not None or not feed.left():  # Back at the next multiple of
       max_steps = step - now % step  # `step` (host checks, the tail).
     return fns.advance(shared, state, jnp.int32(max_steps),
-                       jnp.int32(max(stop_below, 0)))
+                       jnp.int32(max(stop_below, 0)),
+                       nominate_from.copy())  # The host edits its own.
 
   blank = jax.device_put(jax.tree.map(
       lambda leaf: np.zeros(leaf.shape, leaf.dtype), fns.state_shape),
@@ -263,11 +269,11 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   while any(j >= 0 for j in slots):
     yield from settled
     settled.clear()
-    status, started, decided, now = jax.device_get(
-        (state.status, state.started_at, state.decided_at, state.iteration))
+    status, ages, now = jax.device_get(
+        (state.status, state.iters, state.iteration))
     finished = [i for i, j in enumerate(slots)
                 if j >= 0 and status[i] != admm.RUNNING]
-    running = tuple((j, int(now - started[i])) for i, j in enumerate(slots)
+    running = tuple((j, int(ages[i])) for i, j in enumerate(slots)
                     if j >= 0 and status[i] == admm.RUNNING)
     if finished:
       x_rot, mu, mu_idx = jax.device_get((state.x_cert, state.mu_cert,
@@ -276,7 +282,7 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
     for i in finished:
       claim = admm.STATUS_NAMES[int(status[i])]
       mu_i = admm.multipliers(n, mu[i], mu_idx[i])
-      age = int(decided[i] - started[i])
+      age = int(ages[i])
       verdict = None
       if verify and status[i] != admm.MAX_ITER:
         verdict = verify(slots[i], claim, x_rot[i], mu_i)
@@ -288,11 +294,12 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
     if resumed:
       which = np.zeros(batch, bool)
       which[resumed] = True
-      quiet = int(max(now - started[resumed].min(), settings.check_every))
-      state = fns.resume(state, which, jnp.int32(quiet))
+      nominate_from[resumed] = ages[resumed] + max(
+          int(ages[resumed].min()), settings.check_every)
+      state = fns.resume(state, which)
       finished = [i for i in finished if i not in resumed]
-    offers = [] if decide is None else _due(state, slots, status,
-                                            now - started, next_check)
+    offers = [] if decide is None else _due(state, slots, status, ages,
+                                            next_check)
     # The host checks of the offers overlap the next chunk of iterations
     # (dispatched first; JAX runs it asynchronously). A slot they release
     # iterates that chunk in vain and is refilled after it.
@@ -307,6 +314,7 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = take()
       next_check[i] = first_check
+      nominate_from[i] = 0
     if finished and any(j >= 0 for j in slots):
       replace = np.zeros(batch, bool)
       replace[finished] = True
