@@ -1,6 +1,7 @@
 """Imports point one way (issue 61): what a layer may not pull in, checked
 in a fresh interpreter (sys.modules after importing the layer)."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -13,6 +14,75 @@ LP_CERTIFY = ("enclosure", "facts", "polish", "certificates", "verdicts",
 LP_DRIVER = ("driver", "stream", "host_checks", "chains", "chain_feed",
              "transitions", "finish", "mehrotra", "records")
 LP_SPEED = ("placement", "device_checks", "device_kernels", "ipm")
+
+
+def import_time_graph(packages=("bottleneck", "train", "configs")):
+  """Module -> the project's modules it imports when it is imported (its
+  top-level statements; imports inside functions and under
+  `if TYPE_CHECKING:` or `if __name__ == "__main__":` run later, never, or
+  in a module of another name)."""
+  files = {}
+  for package in packages:
+    for folder, _, names in os.walk(os.path.join(ROOT, package)):
+      for name in names:
+        if name.endswith(".py"):
+          rel = os.path.relpath(os.path.join(folder, name), ROOT)[:-3]
+          module = rel.replace(os.sep, ".").removesuffix(".__init__")
+          files[module] = os.path.join(folder, name)
+  graph = {}
+  for module, path in files.items():
+    with open(path) as f:
+      body = ast.parse(f.read()).body
+    deps, todo = set(), list(body)
+    while todo:
+      node = todo.pop()
+      if isinstance(node, ast.If):
+        test = ast.unparse(node.test)
+        if "TYPE_CHECKING" not in test and "__main__" not in test:
+          todo += node.body + node.orelse
+      elif isinstance(node, ast.Try):
+        todo += node.body + node.orelse + node.finalbody + [
+            n for h in node.handlers for n in h.body]
+      elif isinstance(node, ast.Import):
+        deps |= {a.name for a in node.names if a.name in files}
+      elif isinstance(node, ast.ImportFrom) and node.module and not (
+          node.level):
+        for alias in node.names:
+          full = f"{node.module}.{alias.name}"
+          deps.add(full if full in files else node.module)
+    graph[module] = {d for d in deps if d in files and d != module}
+    if "." in module:  # Importing a submodule imports its package first.
+      graph[module].add(module.rsplit(".", 1)[0])
+  return graph
+
+
+def cycles(graph) -> list[list[str]]:
+  """The strongly connected components of more than one module."""
+  order, low, stack, found = {}, {}, [], []
+
+  def visit(v):
+    order[v] = low[v] = len(order)
+    stack.append(v)
+    for w in graph[v]:
+      if w not in order:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in stack:
+        low[v] = min(low[v], order[w])
+    if low[v] == order[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        found.append(sorted(component))
+
+  for v in graph:
+    if v not in order:
+      visit(v)
+  return found
 
 
 def loaded_after(modules: list[str]) -> set[str]:
@@ -50,6 +120,14 @@ class LayersTest(parameterized.TestCase):
     bad = sorted(m for m in loaded for f in forbidden
                  if m == f or m.startswith(f + "."))
     self.assertEmpty(bad, f"{layer} pulled in {bad}")
+
+  def test_no_import_cycle(self):
+    graph = import_time_graph()
+    self.assertIn("bottleneck.lp.admm_state", graph["bottleneck.lp.admm"])
+    self.assertEmpty(cycles(graph))
+    # The check sees one: two modules importing each other at import time.
+    self.assertEqual(cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}),
+                     [["a", "b"]])
 
   def test_a_cpu_solve_runs_with_the_accelerator_layer_deleted(self):
     # Its modules made unimportable (as if deleted): a CPU solve still

@@ -20,8 +20,9 @@ import jax.numpy as jnp
 
 from bottleneck import linalg
 
-if TYPE_CHECKING:
-  from bottleneck.lp.admm import Settings, Shared
+if TYPE_CHECKING:  # Types only: admm_state builds on this module.
+  from bottleneck.lp.admm_state import Settings
+  from bottleneck.lp.rotation import Shared
 
 
 class Factors(NamedTuple):
