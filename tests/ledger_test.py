@@ -50,6 +50,29 @@ class LedgerTest(absltest.TestCase):
                      "slope": 0.12}}
     self.assertStartsWith(row(s, "Fig. 3")["verdict"], "disagrees: 0.119")
 
+  def test_figure1_wider_panels_row_follows_the_numbers(self):
+    where = "Fig. 1 (bottom)"
+    self.assertStartsWith(row({"figure1": {}}, where)["verdict"], "not run")
+    panel = lambda fractions, trials=10: {
+        "records": [{"m": 300 + 25 * i, "trials": trials, "fraction": f}
+                    for i, f in enumerate(fractions)],
+        "seconds_per_instance": 2.0}
+    s = {"figure1": {"wide": {"32000x2048": panel([1, 1, 1, 1, .5, 0])}}}
+    r = row(s, where)  # m* = 375, within 10 % of the paper's ~400.
+    self.assertEqual(r["ours"], "32000x2048: m* = 375 (2.0 s per instance)")
+    self.assertEqual(r["verdict"], ledger.SMALLER +
+                     "; 32000x4096 not run (--scale=paper)")
+    s["figure1"]["wide"]["32000x2048"] = panel([1, .5, 0, 0, 0, 0])
+    self.assertStartsWith(row(s, where)["verdict"],
+                          "disagrees: more than 10 % off for 32000x2048")
+    s["figure1"]["wide"] = {"32000x2048": panel([1, 1, 1, 1, .5, 0], 100),
+                            "32000x4096": {
+                                "records": [{"m": 1000 + 100 * i,
+                                             "trials": 100, "fraction": f}
+                                            for i, f in enumerate([1, .5])],
+                                "seconds_per_instance": 60.0}}
+    self.assertEqual(row(s, where)["verdict"], ledger.REPRODUCED)
+
   def test_trained_vs_random_two_proportion_test(self):
     name = "minilm (all-MiniLM-L6-v2 word embeddings) (30522x384)"
     s = {"trained": {name: lp_records([20, 15, 10], 20),

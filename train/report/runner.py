@@ -41,7 +41,7 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "figure5": Spec(seed001_bounds.figure5, 39),
     "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5),
     "signrank": Spec(seed001_bounds.signrank_construction, 17),
-    "figure1": Spec(seed001_lp.figure1, 35),
+    "figure1": Spec(seed001_lp.figure1, 35, 240),
     "figure3": Spec(seed001_lp.figure3, 21, 340),
     "natural": Spec(seed001_lp.natural_targets, 30),
     "trained": Spec(seed001_lp.trained_vs_random, 34),
