@@ -5,7 +5,9 @@ cache is cleared, so a second trace (a recompile) raises.
 """
 
 import logging
+import os
 import threading
+from unittest import mock
 
 from absl.testing import absltest
 import chex
@@ -14,7 +16,7 @@ import numpy as np
 
 from bottleneck import sharding, simulate, topm
 from bottleneck.io import matrices
-from bottleneck.lp import admm, rotation, stream
+from bottleneck.lp import admm, precompile, rotation, stream
 
 
 class CompileOnceTest(absltest.TestCase):
@@ -54,7 +56,7 @@ class CompileOnceTest(absltest.TestCase):
     self._lp_traces_once(lambda: topm.m_star_search(a, 4, batch=8))
 
   def test_precompile_compiles_the_stream_ahead_of_it(self):
-    # stream.precompile traces and compiles refill and advance in its
+    # lp.precompile traces and compiles refill and advance in its
     # threads; the stream's own calls then trace and compile neither (a
     # precompile that did nothing, or lowered with other avals or
     # shardings than the calls, fails one of the two).
@@ -85,10 +87,7 @@ class CompileOnceTest(absltest.TestCase):
     try:
       for name in originals:
         setattr(admm, name, counting(name))
-      key = (settings, mesh, 4, 5, *a.shape)
-      stream.precompile(*key)
-      for thread in stream._COMPILING[key]:  # pylint: disable=protected-access
-        thread.join()
+      precompile.start(settings, mesh, 4, 5, *a.shape)()  # Started, joined.
       ahead = {name: list(threads) for name, threads in traced.items()}
       shared, _ = rotation.prepare(a)
       with jax.log_compiles(True):  # The stream's calls (this thread).
@@ -105,7 +104,39 @@ class CompileOnceTest(absltest.TestCase):
     self.assertEqual(traced, ahead)  # No trace by the stream's calls,
     self.assertNotIn("jit(refill)", compiled_names)  # nor a compile.
     self.assertNotIn("jit(advance)", compiled_names)
-    self.assertNotIn(key, stream._COMPILING)  # pylint: disable=protected-access
+
+  def test_the_driver_precompiles_only_where_a_device_may_serve(self):
+    # Beside an accelerator (here: a CPU device with the accelerator
+    # layer's override), the driver starts lp.precompile before it prepares
+    # A and waits for it before the stream; a CPU solve does not.
+    a = matrices.random(400, 16, 3)
+    insts = topm.make_instances(400, 3, 4, "logits",
+                                np.random.default_rng(0))
+    calls = []
+    real = precompile.start
+
+    def spy(*args):
+      wait = real(*args)
+      calls.append(args[2:])  # batch, m_pad, n, d
+
+      def counted():
+        calls.append("waited")
+        wait()
+      return counted
+
+    with mock.patch.object(precompile, "start", spy):
+      with mock.patch.dict(os.environ, {"BOTTLENECK_DEVICE_FINISH": "0"}):
+        os.environ.pop("BOTTLENECK_DEVICE_CHECKS", None)
+        topm.solve(a, insts, batch=4)
+        self.assertEqual(calls, [])
+        os.environ["BOTTLENECK_DEVICE_CHECKS"] = "1"
+        try:
+          out = topm.solve(a, insts, batch=4)
+        finally:
+          os.environ.pop("BOTTLENECK_DEVICE_CHECKS")
+    slots = sharding.round_up(4, jax.device_count())  # Whole devices.
+    self.assertEqual(calls, [(slots, 3, 400, 16), "waited"])
+    self.assertLen(out, 4)
 
   def test_simulation_traces_the_trial_once(self):
     original = simulate.trial

@@ -13,7 +13,8 @@ LP_CERTIFY = ("enclosure", "facts", "polish", "certificates", "verdicts",
               "bracket", "exact")
 LP_DRIVER = ("driver", "stream", "host_checks", "chains", "chain_feed",
              "transitions", "finish", "mehrotra", "records")
-LP_SPEED = ("placement", "device_checks", "device_kernels", "ipm")
+LP_SPEED = ("placement", "precompile", "device_checks", "device_kernels",
+            "ipm")
 
 
 def import_time_graph(packages=("bottleneck", "train", "configs")):

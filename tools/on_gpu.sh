@@ -7,7 +7,7 @@
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: paper-size Figure 1 from a fresh machine
-# took 56.2 s on 2026-11-27 (`info cold_warm`; stream.precompile), in one
+# took 56.2 s on 2026-11-27 (`info cold_warm`; lp.precompile), in one
 # run: `[.whl] export OUT; bash tools/on_gpu.sh info cold_warm
 # phases` again on a fresh machine gives its spread (about 2.5 minutes).
 # `phases` times the steps before the LP stream (benchmarks/

@@ -31,6 +31,8 @@ may send work to a device, and device_checks and ipm only where it does: a
 CPU solve never loads them, and runs with this layer deleted):
   placement     whether the checks' products and the finish's interior
                 point go to the device
+  precompile    the stream's programs compiled ahead, beside the host's
+                preparation of A
   device_checks, device_kernels
                 the checks' largest products on the LP's device
   ipm           the finish's interior point on a device

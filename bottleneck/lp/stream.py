@@ -5,8 +5,9 @@ devices, the matrix replicated, the state donated); whenever a quarter of
 them holds a verdict candidate, those are handed out and their slots
 restarted with queued instances (`admm.refill`), so slow instances do not
 hold the batch; on a CPU frozen groups of slots cost nothing
-(admm._by_live_groups). One compile per (settings, mesh, batch, m_pad, matrix shape): `compiled`
-caches them, and `precompile` starts them early.
+(admm._by_live_groups). One compile per (settings, mesh, batch, m_pad,
+matrix shape): `compiled` caches them (lp.precompile compiles them ahead,
+beside an accelerator).
 
 Decide rather than solve: the in-loop checks nominate a verdict only on
 cheap float32 evidence (a primal point below the threshold, a dual bound
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 from typing import Callable, Iterator, NamedTuple, Protocol
 
 import jax
@@ -89,7 +89,7 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   problem_sh = jax.tree.map(by_rank, problem_shape)
   b1 = sharding.batch_sharded(mesh, 1)
   # Autotuned on a GPU (not sharding.UNTUNED): untuned, paper-size Figure
-  # 1's stream ran slower on an H100, and `precompile` hides the
+  # 1's stream ran slower on an H100, and lp.precompile hides the
   # autotuner's compile time.
   jit = functools.partial(jax.jit, out_shardings=state_sh)
   return Compiled(
@@ -101,51 +101,6 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
       jit(lambda state, which: freeze(state, ~which),
           in_shardings=(state_sh, b1), donate_argnums=0),
       state_sh, state_shape, problem_shape, shared_shape)
-
-
-# compiled()'s arguments -> the threads compiling its refill and advance.
-_COMPILING: dict[tuple, list[threading.Thread]] = {}
-
-
-def precompile(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
-               d: int) -> None:
-  """Starts compiling `run`'s refill and advance ahead of time, each in a
-  thread (XLA's compiles release the GIL), so that they overlap each other
-  and the caller's preparation of A; `run` with the same arguments waits
-  for them, and its calls then find the programs in jit's cache. On an
-  H100 they otherwise compile one after the other at the stream's first
-  calls (benchmarks/RESULTS.md: paper-size Figure 1 from a fresh H100
-  machine). On a CPU it changes no record. A compile
-  that fails here is left to fail again, with its error, in `run`."""
-  key = (settings, mesh, batch, m_pad, n, d)
-  if key in _COMPILING:
-    return
-  fns = compiled(*key)
-  # The avals and shardings of `run`'s calls (jit's cache is keyed on both):
-  # A replicated, the state as compiled() shards it, the rest host values.
-  placed = lambda x, where: jax.ShapeDtypeStruct(x.shape, x.dtype,
-                                                 sharding=where)
-  shared = jax.tree.map(lambda x: placed(x, sharding.replicated(mesh)),
-                        fns.shared_shape)
-  state = jax.tree.map(placed, fns.state_shape, fns.state_sharding)
-  mask = jax.ShapeDtypeStruct((batch,), bool)
-  scalar = jax.ShapeDtypeStruct((), jnp.int32)
-  lowered = ((fns.refill, (shared, state, fns.problem_shape, mask, mask)),
-             (fns.advance, (shared, state, scalar, scalar,
-                            jax.ShapeDtypeStruct((batch,), jnp.int32))))
-
-  def compile_one(jitted, args):
-    try:
-      jitted.lower(*args).compile()
-    except Exception:  # pylint: disable=broad-except
-      pass  # `run`'s own call compiles it again and raises.
-
-  # Not daemons: an interpreter that exits while XLA compiles in a daemon
-  # thread aborts (lp.device_checks.DeviceA.warm_up).
-  _COMPILING[key] = [threading.Thread(target=compile_one, args=call)
-                     for call in lowered]
-  for thread in _COMPILING[key]:
-    thread.start()
 
 
 class Finished(NamedTuple):
@@ -211,14 +166,12 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   nominations quiet for as many iterations as it has run (doubling).
   `feed` hands out the instances (default `Fifo`: in order); one it
   settles (lp.chain_feed.Feed: from another member of its chain) is
-  yielded at once with 0 iterations and never takes a slot. `started` is called once the first chunk is
-  dispatched, its programs compiled (topm starts the device checks'
+  yielded at once with 0 iterations and never takes a slot. `started` is
+  called once the first chunk is dispatched, its programs compiled (topm starts the device checks'
   compiles there: lp.device_checks.DeviceA.for_mesh).
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
-  for thread in _COMPILING.pop((settings, mesh, batch, m_pad, n, d), ()):
-    thread.join()  # `precompile`'s, if it was called.
   shared = jax.device_put(shared, sharding.replicated(mesh))  # As compiled.
   full = batch  # The tail: a quarter of it or less running (also once
   # moved to a batch that size).
