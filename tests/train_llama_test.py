@@ -271,7 +271,7 @@ class LlamaTrainingTest(parameterized.TestCase):
 
   def test_bad_head_rank_names_the_field(self):
     with self.assertRaisesRegex(ValueError, r"`model.head_rank` .* \[1, "
-                                "n_embd = 32\]"):
+                                r"n_embd = 32\]"):
       build.model_config(llama_block(head="lowrank", head_rank=33))
     with self.assertRaisesRegex(ValueError, "`model.family`"):
       build.model_config(llama_block(family="mamba"))

@@ -143,5 +143,34 @@ class StartupPhasesTest(absltest.TestCase):
     self.assertTrue(all(s >= 0 for s in got["steps_s"].values()))
 
 
+class TrainingStagesTest(absltest.TestCase):
+  """Issue 59's GPU stages, run here as the machine would run them, on a
+  small model: what comes back is what RESULTS needs (tokens/s, MFU, the
+  loss curves), and nothing of a run's checkpoints."""
+
+  def test_train_mfu_and_spamlang_stages(self):
+    out = tempfile.mkdtemp()
+    env = one_device_env(
+        WHEELS="0", OUT=out, PY=sys.executable, SPAM_S="300",
+        TRAIN_MFU_ARGS="--models=model1 --batch=1 --steps=1",
+        SPAM_CONFIG="configs/spamlang.py:V=64,cpu",
+        SPAM_FLAGS="--config.train.steps=4 --config.train.warmup=1 "
+                   "--config.eval_every=2 --config.log_every=2")
+    subprocess.run(["bash", "tools/on_gpu.sh", "train_mfu",
+                    "spamlang_table3"], cwd=ROOT, env=env,
+                   capture_output=True, text=True, check=True)
+    runs = json.load(open(os.path.join(out, "train_throughput_gpu.json")))
+    self.assertEqual([r["model"] for r in runs["runs"]], ["model1"])
+    self.assertGreater(runs["runs"][0]["tokens_per_s"], 0)
+    for rank in (0, 32):
+      with open(os.path.join(out, f"spamlang_table3_D{rank}.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+      self.assertTrue(any("val_loss" in r for r in rows))
+      self.assertTrue(any(r.get("tokens_per_s") for r in rows))
+    self.assertLessEqual(len(os.listdir(out)), 8)  # What a call brings back.
+    self.assertFalse(any(os.path.isdir(os.path.join(out, name))
+                         for name in os.listdir(out)))
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -6,8 +6,12 @@
 #   bash tools/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
-# The next session with a GPU: paper-size Figure 1 from a fresh machine
-# took 56.2 s on 2026-11-27 (`info cold_warm`; lp.precompile), in one
+# The next session with a GPU: first issue 59's training figures, none of
+# them measured yet, in one call (timeout_s 600; the command runs about 8
+# minutes: SpamLang's two runs are capped at 170 s each; carry .whl with
+# ml-collections): `[.whl] export OUT; bash tools/on_gpu.sh info
+# train_mfu spamlang_table3`. Then, for the LP: paper-size Figure 1 from
+# a fresh machine took 56.2 s on 2026-11-27 (`info cold_warm`; lp.precompile), in one
 # run: `[.whl] export OUT; bash tools/on_gpu.sh info cold_warm
 # phases` again on a fresh machine gives its spread (about 2.5 minutes).
 # `phases` times the steps before the LP stream (benchmarks/
@@ -203,6 +207,25 @@ print([(i['internal_api'], i['num_threads']) for i in
           --m=50..70:10 --trials=100 --gaussian_twin \
           --plot="$OUT/gemma3_vs_gaussian_topm_gpu.png" \
           > "$OUT/gemma3_vs_gaussian_topm_gpu.json" ;;
+    train_mfu)  # Issue 59: the thesis's Model 8, one jitted bfloat16 step
+      # at 128 x its block (tokens/s, MFU against the device's bf16 peak).
+      timed train_mfu $PY benchmarks/train_throughput.py \
+          ${TRAIN_MFU_ARGS:---models=model8 --dtype=bfloat16 --batch=128 --steps=20} \
+          --out="$OUT/train_throughput_gpu.json" ;;
+    spamlang_table3)  # Issue 59: Table 3's SpamLang at V = 49152 (SmolLM2-
+      # 135M's architecture, batch 128 x 64, bfloat16), full rank then
+      # D = 32, each capped at SPAM_S seconds; tokens/s and MFU in the
+      # metrics, loss curves as PNGs. The run folders (checkpoints) stay
+      # in /tmp: only the metrics and curves come back.
+      for rank in 0 32; do
+        work=$(mktemp -d)/spamlang_D$rank
+        timeout "${SPAM_S:-170}" $PY -m train.main \
+            --config="${SPAM_CONFIG:-configs/spamlang.py:V=49152},D=$rank" \
+            --workdir="$work" --config.checkpoint_every=100000 \
+            ${SPAM_FLAGS:-} 2>&1 | tail -5 | tee -a "$LOG"
+        cp "$work/metrics.jsonl" "$OUT/spamlang_table3_D$rank.jsonl"
+        cp "$work/curves.png" "$OUT/spamlang_table3_D$rank.png" 2>/dev/null
+      done ;;
     *) echo "unknown stage $stage" | tee -a "$LOG"; exit 2 ;;
   esac
 done
