@@ -94,8 +94,8 @@ def by_float64_blocks(fn, a_nxd) -> list:
   """[fn(block of A's rows as float64)] over blocks of `host_rows` rows:
   per-row float64 work over a float32 A without a float64 copy of it (a
   262144 x 640 head would take 1.3 GB). Each block is freed before the
-  next is made (a generator would hold two at once; A x took 0.08-0.11 s
-  that way instead of 0.06)."""
+  next is made (a generator would hold two at once, and made A x
+  slower)."""
   block = host_rows(a_nxd.shape[1])
   return [fn(a_nxd[start:start + block].astype(np.float64))
           for start in range(0, a_nxd.shape[0], block)]

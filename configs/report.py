@@ -101,8 +101,8 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
       # Figure 1's wider panels: random N x d heads through their
       # transitions, equal logits (the paper: TinyLlama's 32000 x 2048 near
       # m = 400, Llama-2-7B's 32000 x 4096 near 1070); "N,d,m-spec" each.
-      # Full runs the first on the CPU (about 2 s per LP there); the
-      # second's LPs take minutes each on a CPU (benchmarks/RESULTS.md).
+      # Full runs the first on the CPU; the second's LPs are far slower
+      # there (benchmarks/RESULTS.md, Figure 1's wider panels).
       wide=at(("1500,64,4..12:4",), (), ("32000,2048,300..500:25",
                                         "32000,4096,900..1200:100"),
               full=("32000,2048,300..500:25",)))

@@ -167,6 +167,7 @@ class TrainingStagesTest(absltest.TestCase):
         rows = [json.loads(line) for line in f]
       self.assertTrue(any("val_loss" in r for r in rows))
       self.assertTrue(any(r.get("tokens_per_s") for r in rows))
+    self.assertTrue(os.path.getsize(os.path.join(out, "spamlang_table3.png")))
     self.assertLessEqual(len(os.listdir(out)), 8)  # What a call brings back.
     self.assertFalse(any(os.path.isdir(os.path.join(out, name))
                          for name in os.listdir(out)))

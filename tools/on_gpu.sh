@@ -215,8 +215,9 @@ print([(i['internal_api'], i['num_threads']) for i in
     spamlang_table3)  # Issue 59: Table 3's SpamLang at V = 49152 (SmolLM2-
       # 135M's architecture, batch 128 x 64, bfloat16), full rank then
       # D = 32, each capped at SPAM_S seconds; tokens/s and MFU in the
-      # metrics, loss curves as PNGs. The run folders (checkpoints) stay
-      # in /tmp: only the metrics and curves come back.
+      # metrics, both loss curves in one PNG (drawn from the metrics, so a
+      # run the cap stopped has its curve too). The run folders
+      # (checkpoints) stay in /tmp: only the metrics and the PNG come back.
       for rank in 0 32; do
         work=$(mktemp -d)/spamlang_D$rank
         timeout "${SPAM_S:-170}" $PY -m train.main \
@@ -224,8 +225,13 @@ print([(i['internal_api'], i['num_threads']) for i in
             --workdir="$work" --config.checkpoint_every=100000 \
             ${SPAM_FLAGS:-} 2>&1 | tail -5 | tee -a "$LOG"
         cp "$work/metrics.jsonl" "$OUT/spamlang_table3_D$rank.jsonl"
-        cp "$work/curves.png" "$OUT/spamlang_table3_D$rank.png" 2>/dev/null
-      done ;;
+      done
+      $PY -c "import sys; from train.training import metrics, plots
+from bottleneck.io import plots as io_plots
+runs = {f'D = {r}' if r != '0' else 'full rank': metrics.read_metrics(
+    f'{sys.argv[1]}/spamlang_table3_D{r}.jsonl') for r in ('0', '32')}
+io_plots.save(plots.curves_figure(runs, 'SpamLang, Table 3, V = 49152'),
+              f'{sys.argv[1]}/spamlang_table3.png')" "$OUT" ;;
     *) echo "unknown stage $stage" | tee -a "$LOG"; exit 2 ;;
   esac
 done
