@@ -124,16 +124,14 @@ class CompileOnceTest(absltest.TestCase):
         wait()
       return counted
 
+    env = lambda checks: mock.patch.dict(os.environ, {
+        "BOTTLENECK_DEVICE_FINISH": "0", "BOTTLENECK_DEVICE_CHECKS": checks})
     with mock.patch.object(precompile, "start", spy):
-      with mock.patch.dict(os.environ, {"BOTTLENECK_DEVICE_FINISH": "0"}):
-        os.environ.pop("BOTTLENECK_DEVICE_CHECKS", None)
+      with env("0"):
         topm.solve(a, insts, batch=4)
-        self.assertEqual(calls, [])
-        os.environ["BOTTLENECK_DEVICE_CHECKS"] = "1"
-        try:
-          out = topm.solve(a, insts, batch=4)
-        finally:
-          os.environ.pop("BOTTLENECK_DEVICE_CHECKS")
+      self.assertEqual(calls, [])
+      with env("1"):
+        out = topm.solve(a, insts, batch=4)
     slots = sharding.round_up(4, jax.device_count())  # Whole devices.
     self.assertEqual(calls, [(slots, 3, 400, 16), "waited"])
     self.assertLen(out, 4)

@@ -11,9 +11,10 @@
 # minutes: SpamLang's two runs are capped at 170 s each; carry .whl with
 # ml-collections): `[.whl] export OUT; bash tools/on_gpu.sh info
 # train_mfu spamlang_table3`. Then, for the LP: paper-size Figure 1 from
-# a fresh machine took 56.2 s on 2026-11-27 (`info cold_warm`; lp.precompile), in one
-# run: `[.whl] export OUT; bash tools/on_gpu.sh info cold_warm
-# phases` again on a fresh machine gives its spread (about 2.5 minutes).
+# a fresh machine took 56.2 s on 2026-11-27 (`info cold_warm`;
+# lp.precompile), in one run: `[.whl] export OUT; bash tools/on_gpu.sh
+# info cold_warm phases` again on a fresh machine gives its spread (about
+# 2.5 minutes).
 # `phases` times the steps before the LP stream (benchmarks/
 # startup_phases.py); `cold_at0` runs the cold figure with every program
 # untuned. Then, time allowing, Gemma 3's parts as below.

@@ -167,8 +167,9 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   `feed` hands out the instances (default `Fifo`: in order); one it
   settles (lp.chain_feed.Feed: from another member of its chain) is
   yielded at once with 0 iterations and never takes a slot. `started` is
-  called once the first chunk is dispatched, its programs compiled (topm starts the device checks'
-  compiles there: lp.device_checks.DeviceA.for_mesh).
+  called once the first chunk is dispatched, its programs compiled (the
+  driver starts the device checks' compiles there:
+  lp.device_checks.DeviceA.for_mesh).
   """
   n, d = shared.a_rot.shape
   fns = compiled(settings, mesh, batch, m_pad, n, d)
