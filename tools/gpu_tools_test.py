@@ -173,5 +173,28 @@ class TrainingStagesTest(absltest.TestCase):
                          for name in os.listdir(out)))
 
 
+
+class WidePanelStageTest(absltest.TestCase):
+  """on_gpu.sh fig1_4096 on a small random head (WIDE_* overrides)."""
+
+  def stage(self, **overrides):
+    out = tempfile.mkdtemp()
+    env = one_device_env(**{"WHEELS": "0", "OUT": out, "PY": sys.executable,
+                            "WIDE_N": "600", "WIDE_D": "32",
+                            "WIDE_TRIALS": "2", "WIDE_S": "300", **overrides})
+    subprocess.run(["bash", "tools/on_gpu.sh", "fig1_4096"], cwd=ROOT,
+                   env=env, capture_output=True, text=True, check=True)
+    return out, sorted(n for n in os.listdir(out) if n.endswith(".json"))
+
+  def test_one_json_per_m_and_none_for_a_run_that_stopped(self):
+    # m = 900 > N: that run stops with an error; the other m keeps its JSON.
+    out, written = self.stage(WIDE_M="4 900 8")
+    self.assertEqual(written, ["fig1_4096_m4.json", "fig1_4096_m8.json"])
+    with open(os.path.join(out, "fig1_4096_m8.json")) as f:
+      self.assertEqual(json.load(f)[0]["m"], 8)
+
+  def test_no_run_starts_without_ten_seconds_left(self):
+    self.assertEqual(self.stage(WIDE_M="4", WIDE_S="5")[1], [])
+
 if __name__ == "__main__":
   absltest.main()

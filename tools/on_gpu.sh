@@ -10,7 +10,9 @@
 # them measured yet, in one call (timeout_s 600; the command runs about 8
 # minutes: SpamLang's two runs are capped at 170 s each; carry .whl with
 # ml-collections): `[.whl] export OUT; bash tools/on_gpu.sh info
-# train_mfu spamlang_table3`. Then, for the LP: paper-size Figure 1 from
+# train_mfu spamlang_table3`; then issue 60's widest Figure 1 panel in
+# a second call (4 minutes at most): `[.whl] export OUT; bash
+# tools/on_gpu.sh fig1_4096`. Then, for the LP: paper-size Figure 1 from
 # a fresh machine took 56.2 s on 2026-11-27 (`info cold_warm`;
 # lp.precompile), in one run: `[.whl] export OUT; bash tools/on_gpu.sh
 # info cold_warm phases` again on a fresh machine gives its spread (about
@@ -233,6 +235,20 @@ runs = {f'D = {r}' if r != '0' else 'full rank': metrics.read_metrics(
     f'{sys.argv[1]}/spamlang_table3_D{r}.jsonl') for r in ('0', '32')}
 io_plots.save(plots.curves_figure(runs, 'SpamLang, Table 3, V = 49152'),
               f'{sys.argv[1]}/spamlang_table3.png')" "$OUT" ;;
+    fig1_4096)  # Issue 60: Figure 1's widest panel, a random 32000 x
+      # 4096 head (the paper: every subset selectable up to m ~ 1070), one
+      # process per m, each writing its own JSON, inside WIDE_S seconds in
+      # all (a run the cap stops loses only its m; its JSON is removed).
+      end=$((SECONDS + ${WIDE_S:-240}))
+      for m in ${WIDE_M:-1050 1100 1000 1150}; do
+        left=$((end - SECONDS))
+        [ "$left" -gt 10 ] || break
+        timed "fig1_4096_m$m" timeout "$left" $TOPM --N=${WIDE_N:-32000} \
+            --d=${WIDE_D:-4096} --m="$m" --trials=${WIDE_TRIALS:-20} \
+            --problem=logits --format=json > "$OUT/fig1_4096_m$m.json"
+        grep -q '"m"' "$OUT/fig1_4096_m$m.json" ||
+          rm -f "$OUT/fig1_4096_m$m.json"
+      done ;;
     *) echo "unknown stage $stage" | tee -a "$LOG"; exit 2 ;;
   esac
 done
