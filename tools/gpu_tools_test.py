@@ -5,7 +5,8 @@ tools/on_gpu.sh moves each call's parts out of the tree (a call's copy
 keeps no ignored file it does not carry), joins them once all have come
 and checks their hash; tools/summarize_topm.py keeps a run's per-m
 counts; tools/startup_phases.py times the steps before the LP
-stream. Each is run here as the machine would run it, on small files.
+stream; on_gpu.sh's training and wide-panel stages write what a call
+brings back. Each is run here as the machine would run it, on small files.
 """
 
 import json
@@ -173,7 +174,6 @@ class TrainingStagesTest(absltest.TestCase):
                          for name in os.listdir(out)))
 
 
-
 class WidePanelStageTest(absltest.TestCase):
   """on_gpu.sh fig1_4096 on a small random head (WIDE_* overrides)."""
 
@@ -195,6 +195,7 @@ class WidePanelStageTest(absltest.TestCase):
 
   def test_no_run_starts_without_ten_seconds_left(self):
     self.assertEqual(self.stage(WIDE_M="4", WIDE_S="5")[1], [])
+
 
 if __name__ == "__main__":
   absltest.main()
