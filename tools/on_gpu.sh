@@ -7,16 +7,14 @@
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: first issue 59's training figures, none of
-# them measured yet, in one call (timeout_s 600; the command runs about 8
-# minutes: SpamLang's two runs are capped at 170 s each; carry .whl with
-# ml-collections): `[.whl] export OUT; bash tools/on_gpu.sh info
-# train_mfu spamlang_table3`; then issue 60's widest Figure 1 panel in
-# a second call (4 minutes at most): `[.whl] export OUT; bash
-# tools/on_gpu.sh fig1_4096`. Then, for the LP: paper-size Figure 1 from
-# a fresh machine took 56.2 s on 2026-11-27 (`info cold_warm`;
-# lp.precompile), in one run: `[.whl] export OUT; bash tools/on_gpu.sh
-# info cold_warm phases` again on a fresh machine gives its spread (about
-# 2.5 minutes).
+# them measured yet, in one call (timeout_s 600; SpamLang's two runs are
+# capped at SPAM_S each; carry .whl with ml-collections): `[.whl] export
+# OUT; bash tools/on_gpu.sh info train_mfu spamlang_table3`; then issue
+# 60's widest Figure 1 panel in a second call (capped at WIDE_S): `[.whl]
+# export OUT; bash tools/on_gpu.sh fig1_4096`. Then, for the LP: `[.whl]
+# export OUT; bash tools/on_gpu.sh info cold_warm phases` on a fresh
+# machine gives the spread of paper-size Figure 1 from a fresh machine
+# (lp.precompile; benchmarks/RESULTS.md holds its one measurement).
 # `phases` times the steps before the LP stream (benchmarks/
 # startup_phases.py); `cold_at0` runs the cold figure with every program
 # untuned. Then, time allowing, Gemma 3's parts as below.

@@ -91,19 +91,19 @@ def solve(a, instances, opts: Options, progress: bool | str = False,
   facts = lp_facts.MatrixFacts(a)  # float64 products by row blocks.
   special = records.special_subsets(facts, instances)
   placement = _placement(mesh)
-  compiled = None
+  wait_compiles = None
   if not special and placement is not None:
     # Beside an accelerator, ADMM's programs compile while the host checks
     # ranks and prepares A (with repeated rows, the calls below on A
     # without them compile other shapes, so it runs after them).
     from bottleneck.lp import precompile  # pylint: disable=g-import-not-at-top
-    compiled = precompile.start(settings, mesh, slots, m_pad, *a.shape)
+    wait_compiles = precompile.start(settings, mesh, slots, m_pad, *a.shape)
   records.check_subsets(facts, instances, special)
   if special:  # Repeated or all-zero rows in a subset.
     return _with_special(a, scale, facts, instances, special, opts,
                          progress, m_pad)
   return _stream(a, scale, facts, instances, opts, settings, slots, mesh,
-                 m_pad, progress, placement, compiled)
+                 m_pad, progress, placement, wait_compiles)
 
 
 def _with_special(a, scale, facts, instances, special, opts, progress,
@@ -125,9 +125,9 @@ def _with_special(a, scale, facts, instances, special, opts, progress,
 
 
 def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
-            progress, placement, compiled) -> list[dict]:
+            progress, placement, wait_compiles) -> list[dict]:
   """The stream of `instances` (no special subsets) and its host checks;
-  `placement` is _placement's, `compiled` precompile's wait (or None)."""
+  `placement` is _placement's, `wait_compiles` lp.precompile's (or None)."""
   objective, finish_after = opts.objective, opts.finish_after
   first_check = opts.first_check
   if first_check == "auto" or (objective == "solve" and first_check is None):
@@ -153,8 +153,8 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
       placement and placement.device_finish_after(mesh))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
-  if compiled is not None:
-    compiled()  # The stream's calls then find its programs compiled.
+  if wait_compiles is not None:
+    wait_compiles()  # The stream's calls then find its programs compiled.
   runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
                     (host.solved if objective == "solve" else host.decide)
                     if first_check else None, first_check or 100,
