@@ -6,10 +6,10 @@
 #   bash tools/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
-# The next session with a GPU: first issue 59's training figures, none of
-# them measured yet, in one call (timeout_s 600; SpamLang's two runs are
-# capped at SPAM_S each; carry .whl with ml-collections): `[.whl] export
-# OUT; bash tools/on_gpu.sh info train_mfu spamlang_table3`; then issue
+# The next session with a GPU: `bash tools/gpu_wheels.sh peers` here, then
+# first issue 59's training figures, none of them measured yet, in one call
+# (timeout_s 600; SpamLang's two runs are capped at SPAM_S each): `[.whl]
+# export OUT; bash tools/on_gpu.sh info train_mfu spamlang_table3`; then issue
 # 60's widest Figure 1 panel in a second call (capped at WIDE_S): `[.whl]
 # export OUT; bash tools/on_gpu.sh fig1_4096`. Then, for the LP: `[.whl]
 # export OUT; bash tools/on_gpu.sh info cold_warm phases` on a fresh
@@ -20,17 +20,17 @@
 # untuned. Then, time allowing, Gemma 3's parts as below.
 #
 # Python packages the machine's image lacks travel as wheels in .whl/
-# (ml-collections, highspy, gguf, mpax for Python 3.12; carry .whl in every
-# call: a machine goes back 30 s after a call, and a fresh one has no
-# /tmp/site). Trained heads travel as small GGUFs made by
+# (ml-collections, highspy, gguf, mpax for Python 3.12), made here first by
+# `bash tools/gpu_wheels.sh peers`; carry .whl in every call: a machine
+# goes back 30 s after a call, and a fresh one has no /tmp/site. Trained heads travel as small GGUFs made by
 # tools/pack_head.py in .gpu/. A head over one call's 64 MiB transfer
 # (Gemma 3's: 178 MB as Q8_0) goes in parts
 # (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=4`:
 # 44.6 MB each, beside the 9 MB tree and 5 MB of wheels), one part carried
 # per call (NAME.sha256 with the first), each call running this script
 # (with no stage for the first three), back to back while the machine stays
-# warm; then `gemma3` runs. The calls of 2026-11-26's H200 session, as
-# they would run now (carry, command):
+# warm; then `gemma3` runs. The calls of the H200 session that measured
+# it, as they would run now (carry, command):
 #   [.whl, .gpu/gemma3_head.gguf.0, .gpu/gemma3_head.gguf.sha256]
 #       export OUT; bash tools/on_gpu.sh info
 #   [.whl, .gpu/gemma3_head.gguf.1]   export OUT; bash tools/on_gpu.sh
@@ -38,8 +38,8 @@
 #   [.whl, .gpu/gemma3_head.gguf.3]
 #       export OUT; bash tools/on_gpu.sh finish_ab fig1_6000
 #   [.whl]   export OUT; bash tools/on_gpu.sh gemma3
-# (gemma3 took 439 s and fig1_6000 95 s there, finish_ab is new: a call
-# may run 600 s, and 15 minutes of device time hold about two such calls.)
+# (their times are in benchmarks/RESULTS.md; a call may run 600 s, and 15
+# minutes of device time hold about two such calls.)
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -237,8 +237,10 @@ io_plots.save(plots.curves_figure(runs, 'SpamLang, Table 3, V = 49152'),
       # 4096 head (the paper: every subset selectable up to m ~ 1070), one
       # process per m, each writing its own JSON, inside WIDE_S seconds in
       # all (a run the cap stops loses only its m; its JSON is removed).
+      # The m in order of what they tell: the CPU's 10 subsets per m put
+      # the transition between 1075 and 1100 (benchmarks/RESULTS.md).
       end=$((SECONDS + ${WIDE_S:-240}))
-      for m in ${WIDE_M:-1050 1100 1000 1150}; do
+      for m in ${WIDE_M:-1075 1100 1050 1125}; do
         left=$((end - SECONDS))
         [ "$left" -gt 10 ] || break
         timed "fig1_4096_m$m" timeout "$left" $TOPM --N=${WIDE_N:-32000} \
