@@ -2,7 +2,7 @@
 # Fills .whl/ (git-ignored) with the wheels a lent GPU machine lacks, for its
 # Python 3.12 on x86-64, at requirements/lock.txt's versions: ml-collections
 # (every config), highspy (the LP's HiGHS checks) and gguf (the real heads);
-# with `peers`, also MPAX for benchmarks/lp_vs_peers.py. Their own needs
+# with `peers`, also MPAX at benchmarks/lp_vs_peers.py's version. Their needs
 # (absl-py, pyyaml, numpy, tqdm, jax) are in that machine's image. Run here,
 # where pip reaches PyPI, before the first `run` call that carries .whl:
 #

@@ -22,9 +22,9 @@
 # Python packages the machine's image lacks travel as wheels in .whl/
 # (ml-collections, highspy, gguf, mpax for Python 3.12), made here first by
 # `bash tools/gpu_wheels.sh peers`; carry .whl in every call: a machine
-# goes back 30 s after a call, and a fresh one has no /tmp/site. Trained heads travel as small GGUFs made by
-# tools/pack_head.py in .gpu/. A head over one call's 64 MiB transfer
-# (Gemma 3's: 178 MB as Q8_0) goes in parts
+# goes back 30 s after a call, and a fresh one has no /tmp/site. Trained
+# heads travel as small GGUFs made by tools/pack_head.py in .gpu/. A head
+# over one call's 64 MiB transfer (Gemma 3's: 178 MB as Q8_0) goes in parts
 # (`pack_head.py --model=gemma3 --out=.gpu/gemma3_head.gguf --chunks=4`:
 # 44.6 MB each, beside the 9 MB tree and 5 MB of wheels), one part carried
 # per call (NAME.sha256 with the first), each call running this script
