@@ -7,14 +7,20 @@ and of the llama-like trainer on SmolLM2-135M's architecture.
 
 `smollm2`: the llama-like Transformer with SmolLM2-135M's architecture read
 from its GGUF (30 layers, width 576, 9 heads, 3 KV heads, V = 49152, tied),
-fresh weights, block 128 (--block).
+fresh weights, block 128 (--block). `table3`: seed 002 Table 3's SpamLang
+model (configs/spamlang.py: SmolLM2-135M's architecture written out, untied
+head, V = 49152 or --V, block 64; --D for a low-rank head), needing no GGUF.
+`--loss_chunk=N` sets the cross-entropy's tokens per chunk (0: the backend's
+default, training/loss.py). `--trace=DIR` traces 3 more steps per model
+after the timed ones into DIR/MODEL (tools/trace_summary.py reads them).
 
-Per model: one warm-up step (compile), then `steps` timed steps of the real
-jitted train step on random tokens; tokens/s, achieved FLOP/s (6N + 12LTd
-per token, train.model.flops_per_token) and MFU. MFU needs the device's peak:
-the known bf16/fp32 table for GPUs/TPUs, and on CPU the float32 GEMM
-throughput measured here (a 2048^3 matmul), so CPU "MFU" is relative to what
-this CPU's BLAS reaches, not to a datasheet.
+Per model: one warm-up step (compile; its wall time is `first_step_s`),
+then `steps` timed steps of the real jitted train step on random tokens;
+tokens/s, achieved FLOP/s (6N + 12LTd per token,
+train.model.flops_per_token) and MFU. MFU needs the device's peak: the
+known bf16/fp32 table for GPUs/TPUs, and on CPU the float32 GEMM throughput
+measured here (a 2048^3 matmul), so CPU "MFU" is relative to what this
+CPU's BLAS reaches, not to a datasheet.
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from configs import thesis
+from configs import spamlang, thesis
 from train.models import build
 from train.training import trainer
+
+
+TRACE_STEPS = 3  # Steps traced by --trace=DIR (tools/trace_summary.py).
 
 
 def measured_gemm_flops(n: int = 2048, reps: int = 5) -> float:
@@ -54,20 +63,26 @@ def main():
              "device": jax.devices()[0].device_kind, "dtype": dtype,
              "cpu_gemm_flops": peak, "runs": []}
   for name in names:
-    c = thesis.get_config("model1" if name == "smollm2" else name)
+    if name == "table3":
+      c = spamlang.get_config(f"V={args.get('V', 49152)},D={args.get('D', 0)}")
+    else:
+      c = thesis.get_config("model1" if name == "smollm2" else name)
     if name == "smollm2":
       c.model.family, c.model.arch, c.model.vocab_size = "llama", name, 0
       c.model.head, c.model.head_bias = "tied", False
       c.model.block_size = int(args.get("block", 128))
     c.train.batch_size, c.model.dtype = batch, dtype
+    c.train.loss_chunk = int(args.get("loss_chunk", 0))
     tr = trainer.Trainer(c)
     rng = np.random.default_rng(0)
     x = rng.integers(0, tr.model_cfg.vocab_size, (batch, c.model.block_size))
     xb, yb = tr.global_batch(x.astype(np.int32), x.astype(np.int32))
     state = tr.init_fn()
     lr = np.float32(c.train.lr)  # Any lr: the step's cost does not change.
+    first = time.perf_counter()
     state, m = tr.step_fn(state, xb, yb, lr)
     jax.block_until_ready(m)
+    first = time.perf_counter() - first  # Compilation and one step.
     start = time.perf_counter()
     for _ in range(steps):
       state, m = tr.step_fn(state, xb, yb, lr)
@@ -76,12 +91,22 @@ def main():
     tokens = batch * c.model.block_size
     flops = build.flops_per_token(tr.model_cfg, tr.n_params)
     device_peak = tr.peak_flops() or peak
-    row = {"model": name, "params": tr.n_params, "seconds_per_step": sec,
+    row = {"model": name, "params": tr.n_params, "first_step_s": first,
+           "seconds_per_step": sec,
            "tokens_per_s": tokens / sec,
            "achieved_tflops": flops * tokens / sec / 1e12,
            "mfu": flops * tokens / sec / device_peak if device_peak else None}
     results["runs"].append(row)
     print(json.dumps(row), flush=True)
+    if "trace" in args:  # TRACE_STEPS more steps under the profiler.
+      try:
+        with jax.profiler.trace(f"{args['trace']}/{name}",
+                                create_perfetto_trace=True):
+          for _ in range(TRACE_STEPS):
+            state, m = tr.step_fn(state, xb, yb, lr)
+          jax.block_until_ready(m)
+      except Exception as e:  # The timing above stands without a trace.
+        print(f"warning: no trace of {name}: {e!r}", file=sys.stderr)
   if "out" in args:
     with open(args["out"], "w") as f:
       json.dump(results, f, indent=1)

@@ -70,7 +70,8 @@ def get_config() -> config_dict.ConfigDict:
   # | fresh.
   c.train.init_head = "svd"
   # Tokens per chunk of the cross-entropy (0 = as many as fit 32 MiB of
-  # float32 logits): the loss never holds [B, T, V] (training/loss.py).
+  # float32 logits on a CPU, 512 MiB on an accelerator): the loss never
+  # holds [B, T, V] (training/loss.py).
   c.train.loss_chunk = 0
 
   c.eval_every = 500  # Validation loss every N steps (thesis: 500).

@@ -153,6 +153,48 @@ class ChunkedLossTest(parameterized.TestCase):
     # Without a gradient asked for, the same value (the loss-only scan).
     np.testing.assert_allclose(fused(params, h), want, rtol=1e-6)
 
+  @parameterized.product(cap=[0.0, 2.5], bias=[False, True])
+  def test_padded_vocabulary_equals_the_naive_loss(self, cap, bias):
+    # V = 300 padded to 384 (an accelerator's default multiple, 128): the
+    # masked columns add nothing to the loss or to any gradient.
+    rng = np.random.default_rng(3)
+    f32 = lambda *s: jnp.asarray(rng.standard_normal(s), jnp.float32)
+    h, k, b = f32(37, 16), f32(16, 300), f32(300) if bias else None
+    y = jnp.asarray(rng.integers(0, 300, 37))
+
+    def naive(h_, k_, b_):
+      z = h_ @ k_ + (0.0 if b_ is None else b_[None, :])
+      return loss_lib.naive_xent(
+          lambda _: cap * jnp.tanh(z / cap) if cap else z, h_, y)
+
+    fused = lambda h_, k_, b_: loss_lib.linear_xent(h_, k_, b_, y, 7, cap,
+                                                    multiple=128)
+    args = (0, 1, 2) if bias else (0, 1)
+    got, g_got = jax.value_and_grad(fused, args)(h, k, b)
+    want, g_want = jax.value_and_grad(naive, args)(h, k, b)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for a, w in zip(g_got, g_want):
+      self.assertEqual(a.shape, w.shape)
+      np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-7)
+    with self.assertRaisesRegex(ValueError, "`multiple`"):
+      loss_lib.linear_xent(h, k, b, y, multiple=-1)
+
+  def test_bfloat16_products_stay_near_the_float32_loss(self):
+    # Mixed precision: bfloat16 operands, float32 accumulation and
+    # log-sum-exp; within bfloat16's ~3 significant digits of float32.
+    rng = np.random.default_rng(4)
+    h = jnp.asarray(rng.standard_normal((64, 32)), jnp.float32)
+    k = jnp.asarray(rng.standard_normal((32, 500)) * 0.2, jnp.float32)
+    y = jnp.asarray(rng.integers(0, 500, 64))
+    loss = lambda dtype: jax.value_and_grad(
+        lambda k_: loss_lib.linear_xent(h, k_, None, y, 16, dtype=dtype))(k)
+    (lo, glo), (hi, ghi) = loss(jnp.bfloat16), loss(jnp.float32)
+    self.assertEqual(glo.dtype, jnp.float32)
+    np.testing.assert_allclose(lo, hi, rtol=2e-3)
+    self.assertLess(float(jnp.abs(glo - ghi).max() / jnp.abs(ghi).max()),
+                    2e-2)
+    self.assertGreater(float(jnp.abs(glo - ghi).max()), 0.0)  # bf16 ran.
+
   def test_chunks_by_logit_bytes(self):
     self.assertEqual(loss_lib.chunk_tokens(131072, 8192), 64)  # 32 MiB.
     self.assertEqual(loss_lib.chunk_tokens(257, 2048), 2048)

@@ -6,7 +6,8 @@ keeps no ignored file it does not carry), joins them once all have come
 and checks their hash; tools/summarize_topm.py keeps a run's per-m
 counts; tools/startup_phases.py times the steps before the LP
 stream; on_gpu.sh's training and wide-panel stages write what a call
-brings back. Each is run here as the machine would run it, on small files.
+brings back; tools/trace_summary.py says where a traced step's device time
+goes. Each is run here as the machine would run it, on small files.
 """
 
 import json
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import pack_head  # pylint: disable=g-import-not-at-top,wrong-import-position
 import summarize_topm  # pylint: disable=g-import-not-at-top,wrong-import-position
+import trace_summary  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 class PartsTest(absltest.TestCase):
@@ -172,6 +174,57 @@ class TrainingStagesTest(absltest.TestCase):
     self.assertLessEqual(len(os.listdir(out)), 8)  # What a call brings back.
     self.assertFalse(any(os.path.isdir(os.path.join(out, name))
                          for name in os.listdir(out)))
+
+
+class TraceSummaryTest(absltest.TestCase):
+  """tools/trace_summary.py on a perfetto trace written in the test: a
+  device process with a GEMM, two overlapping fusions and a gap."""
+
+  EVENTS = [
+      {"ph": "M", "name": "process_name", "pid": 1,
+       "args": {"name": "/device:GPU:0"}},
+      {"ph": "M", "name": "process_name", "pid": 7,
+       "args": {"name": "/host:CPU"}},
+      {"ph": "X", "pid": 1, "name": "nvjet_sm90_tst_128x128", "ts": 0,
+       "dur": 40, "args": {"hlo_op": "dot.3"}},
+      {"ph": "X", "pid": 1, "name": "loop_exponential_fusion", "ts": 30,
+       "dur": 20, "args": {"hlo_op": "fusion.1"}},
+      {"ph": "X", "pid": 1, "name": "loop_exponential_fusion", "ts": 100,
+       "dur": 10, "args": {"hlo_op": "fusion.1"}},
+      {"ph": "X", "pid": 7, "name": "PjitFunction(step)", "ts": 0,
+       "dur": 500},
+  ]
+
+  def test_device_time_split_into_products_and_the_rest(self):
+    got = trace_summary.summarise(self.EVENTS, steps=2)
+    self.assertEqual(list(got["devices"]), ["/device:GPU:0"])  # Not host.
+    gpu = got["devices"]["/device:GPU:0"]
+    self.assertAlmostEqual(gpu["kernel_ms_per_step"], 70 / 2 / 1e3)
+    self.assertAlmostEqual(gpu["gemm_ms_per_step"], 40 / 2 / 1e3)
+    self.assertAlmostEqual(gpu["busy_ms_per_step"], 60 / 2 / 1e3)  # Union.
+    self.assertAlmostEqual(gpu["span_ms_per_step"], 110 / 2 / 1e3)
+    self.assertEqual(gpu["top_kernels"][0]["name"], "nvjet_sm90_tst_128x128")
+    self.assertEqual(gpu["top_ops"][1], {"name": "fusion",
+                                         "ms_per_step": 15e-3,
+                                         "calls_per_step": 1.0})
+
+  def test_train_profile_stage_brings_back_summary_and_trace(self):
+    out = tempfile.mkdtemp()
+    env = one_device_env(
+        WHEELS="0", OUT=out, PY=sys.executable,
+        TRAIN_PROFILE_ARGS="--models=model1 --batch=1 --steps=1")
+    subprocess.run(["bash", "tools/on_gpu.sh", "train_profile"], cwd=ROOT,
+                   env=env, capture_output=True, text=True, check=True)
+    self.assertEqual(sorted(os.listdir(out)), [
+        "log.txt", "trace_model1.json.gz", "trace_summary_model1.json",
+        "train_throughput_gpu.json"])
+    with open(os.path.join(out, "trace_summary_model1.json")) as f:
+      host = json.load(f)["devices"]["/host:CPU"]  # No device here.
+    self.assertGreater(host["busy_ms_per_step"], 0)
+    with open(os.path.join(out, "train_throughput_gpu.json")) as f:
+      self.assertGreater(json.load(f)["runs"][0]["first_step_s"], 0)
+    with self.assertRaisesRegex(SystemExit, "no perfetto_trace"):
+      trace_summary.load(tempfile.mkdtemp())
 
 
 class WidePanelStageTest(absltest.TestCase):

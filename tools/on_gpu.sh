@@ -7,9 +7,13 @@
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
 # The next session with a GPU: `bash tools/gpu_wheels.sh peers` here, then
-# first issue 59's training figures, none of them measured yet, in one call
-# (timeout_s 600; SpamLang's two runs are capped at SPAM_S each): `[.whl]
-# export OUT; bash tools/on_gpu.sh info train_mfu spamlang_table3`; then issue
+# issue 59's training figures (benchmarks/RESULTS.md has the H200's, below
+# the 40 % MFU goal): `[.whl] export OUT; bash tools/on_gpu.sh info
+# train_mfu` (Model 8 and Table 3's model, about 3 min, most of it before
+# the first step), `train_profile` for where a step's time goes (its
+# perfetto export adds about 100 s), and `spamlang_table3` (SpamLang's two
+# runs capped at SPAM_S each, of which about 130 s went to the trainer's
+# start on the H200: 300 or more lets a run leave its warm-up); then issue
 # 60's widest Figure 1 panel in a second call (capped at WIDE_S): `[.whl]
 # export OUT; bash tools/on_gpu.sh fig1_4096`. Then, for the LP: `[.whl]
 # export OUT; bash tools/on_gpu.sh info cold_warm phases` on a fresh
@@ -208,11 +212,28 @@ print([(i['internal_api'], i['num_threads']) for i in
           --m=50..70:10 --trials=100 --gaussian_twin \
           --plot="$OUT/gemma3_vs_gaussian_topm_gpu.png" \
           > "$OUT/gemma3_vs_gaussian_topm_gpu.json" ;;
-    train_mfu)  # Issue 59: the thesis's Model 8, one jitted bfloat16 step
-      # at 128 x its block (tokens/s, MFU against the device's bf16 peak).
+    train_mfu)  # Issue 59: the thesis's Model 8 and Table 3's SpamLang
+      # model, one jitted bfloat16 step each at batch 128 (tokens/s, MFU
+      # against the device's bf16 peak, the first step's compile).
       timed train_mfu $PY benchmarks/train_throughput.py \
-          ${TRAIN_MFU_ARGS:---models=model8 --dtype=bfloat16 --batch=128 --steps=20} \
+          ${TRAIN_MFU_ARGS:---models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20} \
           --out="$OUT/train_throughput_gpu.json" ;;
+    train_profile)  # Issue 59: Model 8 and Table 3's SpamLang model
+      # (SmolLM2-135M's architecture, V = 49152, 128 x 64), one jitted
+      # bfloat16 step each at batch 128: timed (tokens/s, MFU, the first
+      # step's compile), then 3 steps traced; the traces' summaries
+      # (tools/trace_summary.py) and perfetto files come back.
+      traces=$(mktemp -d)
+      timed train_profile $PY benchmarks/train_throughput.py \
+          ${TRAIN_PROFILE_ARGS:---models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20} \
+          --trace="$traces" --out="$OUT/train_throughput_gpu.json"
+      for dir in "$traces"/*; do
+        m=$(basename "$dir")
+        $PY tools/trace_summary.py "$dir" --steps=3 \
+            > "$OUT/trace_summary_$m.json"
+        cp "$(ls "$dir"/plugins/profile/*/perfetto_trace.json.gz | tail -1)" \
+            "$OUT/trace_$m.json.gz"
+      done ;;
     spamlang_table3)  # Issue 59: Table 3's SpamLang at V = 49152 (SmolLM2-
       # 135M's architecture, batch 128 x 64, bfloat16), full rank then
       # D = 32, each capped at SPAM_S seconds; tokens/s and MFU in the

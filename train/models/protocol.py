@@ -26,6 +26,10 @@ class ModelConfig(Protocol):
   dtype: str  # Parameter / compute dtype: float32 | bfloat16.
 
   @property
+  def compute_dtype(self) -> Any:  # jnp dtype of the products (`dtype`).
+    ...
+
+  @property
   def tied(self) -> bool:  # Head = input embedding.
     ...
 
