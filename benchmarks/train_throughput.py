@@ -14,9 +14,10 @@ head, V = 49152 or --V, block 64; --D for a low-rank head), needing no GGUF.
 default, training/loss.py). `--trace=DIR` traces 3 more steps per model
 after the timed ones into DIR/MODEL (tools/trace_summary.py reads them).
 
-Per model: one warm-up step (compile; its wall time is `first_step_s`),
-then `steps` timed steps of the real jitted train step on random tokens;
-tokens/s, achieved FLOP/s (6N + 12LTd per token,
+Per model: the Trainer's construction (`build_s`) and the parameters' init
+(`init_s`, its compile included), one warm-up step (compile; its wall time
+is `first_step_s`), then `steps` timed steps of the real jitted train
+step on random tokens; tokens/s, achieved FLOP/s (6N + 12LTd per token,
 train.model.flops_per_token) and MFU. MFU needs the device's peak: the
 known bf16/fp32 table for GPUs/TPUs, and on CPU the float32 GEMM throughput
 measured here (a 2048^3 matmul), so CPU "MFU" is relative to what this
@@ -73,11 +74,16 @@ def main():
       c.model.block_size = int(args.get("block", 128))
     c.train.batch_size, c.model.dtype = batch, dtype
     c.train.loss_chunk = int(args.get("loss_chunk", 0))
+    build_s = time.perf_counter()
     tr = trainer.Trainer(c)
+    build_s = time.perf_counter() - build_s  # Tracing the state's shapes.
     rng = np.random.default_rng(0)
     x = rng.integers(0, tr.model_cfg.vocab_size, (batch, c.model.block_size))
     xb, yb = tr.global_batch(x.astype(np.int32), x.astype(np.int32))
+    init_s = time.perf_counter()
     state = tr.init_fn()
+    jax.block_until_ready(state)
+    init_s = time.perf_counter() - init_s  # Compiling and running the init.
     lr = np.float32(c.train.lr)  # Any lr: the step's cost does not change.
     first = time.perf_counter()
     state, m = tr.step_fn(state, xb, yb, lr)
@@ -91,7 +97,8 @@ def main():
     tokens = batch * c.model.block_size
     flops = build.flops_per_token(tr.model_cfg, tr.n_params)
     device_peak = tr.peak_flops() or peak
-    row = {"model": name, "params": tr.n_params, "first_step_s": first,
+    row = {"model": name, "params": tr.n_params, "build_s": build_s,
+           "init_s": init_s, "first_step_s": first,
            "seconds_per_step": sec,
            "tokens_per_s": tokens / sec,
            "achieved_tflops": flops * tokens / sec / 1e12,

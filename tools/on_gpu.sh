@@ -10,12 +10,13 @@
 # issue 59's training figures (benchmarks/RESULTS.md has the H200's, below
 # the 40 % MFU goal): `[.whl] export OUT; bash tools/on_gpu.sh info
 # train_mfu` (Model 8 and Table 3's model, about 3 min, most of it before
-# the first step), `train_profile` for where a step's time goes (its
-# perfetto export adds about 100 s), and `spamlang_table3` (SpamLang's two
-# runs capped at SPAM_S each, of which about 130 s went to the trainer's
-# start on the H200: 300 or more lets a run leave its warm-up); then issue
-# 60's widest Figure 1 panel in a second call (capped at WIDE_S): `[.whl]
-# export OUT; bash tools/on_gpu.sh fig1_4096`. Then, for the LP: `[.whl]
+# the first step: its rows' build_s and init_s say where), `train_profile`
+# for where a step's time goes (its perfetto export adds about 100 s), and
+# `spamlang_table3` (SpamLang's two runs capped at SPAM_S each, of which
+# about 130 s went to the trainer's start on the H200: 300 or more lets a
+# run leave its warm-up); then issue 60's widest Figure 1 panel in a
+# second call (capped at WIDE_S): `[.whl] export OUT; bash tools/on_gpu.sh
+# fig1_4096`. Then, for the LP: `[.whl]
 # export OUT; bash tools/on_gpu.sh info cold_warm phases` on a fresh
 # machine gives the spread of paper-size Figure 1 from a fresh machine
 # (lp.precompile; benchmarks/RESULTS.md holds its one measurement).
