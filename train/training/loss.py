@@ -98,7 +98,8 @@ def _scan(h_nxd, k_dxv, b_v, y_n, st: _Static, grads: bool):
   such as 50257 leaves the products unaligned: on an H200 cuBLAS then fell
   back to an sm75 kernel), and the gradient of the logits is formed in one
   element-wise pass, softmax minus the one-hot of the label compared
-  against an iota (a scatter there split that pass in three)."""
+  against an iota (in place of a scatter, which XLA does not fuse into
+  that pass)."""
   n, v = y_n.shape[0], k_dxv.shape[1]
   vp = -(-v // st.multiple) * st.multiple
   c = chunk_tokens(vp, n, st.chunk, logit_bytes())
