@@ -114,6 +114,8 @@ done
 
 TOPM="$PY -m bottleneck.topm"
 FIG1="--N=50257 --d=768 --m=5..150:5 --problem=logits,probs --format=json"
+# Issue 59's training steps: Model 8 and Table 3's model, bfloat16, batch 128.
+TRAIN="--models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20"
 
 for stage in "$@"; do
   case "$stage" in
@@ -217,7 +219,7 @@ print([(i['internal_api'], i['num_threads']) for i in
       # model, one jitted bfloat16 step each at batch 128 (tokens/s, MFU
       # against the device's bf16 peak, the first step's compile).
       timed train_mfu $PY benchmarks/train_throughput.py \
-          ${TRAIN_MFU_ARGS:---models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20} \
+          ${TRAIN_MFU_ARGS:-$TRAIN} \
           --out="$OUT/train_throughput_gpu.json" ;;
     train_profile)  # Issue 59: Model 8 and Table 3's SpamLang model
       # (SmolLM2-135M's architecture, V = 49152, 128 x 64), one jitted
@@ -226,7 +228,7 @@ print([(i['internal_api'], i['num_threads']) for i in
       # (tools/trace_summary.py) and perfetto files come back.
       traces=$(mktemp -d)
       timed train_profile $PY benchmarks/train_throughput.py \
-          ${TRAIN_PROFILE_ARGS:---models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20} \
+          ${TRAIN_PROFILE_ARGS:-$TRAIN} \
           --trace="$traces" --out="$OUT/train_throughput_gpu.json"
       for dir in "$traces"/*; do
         m=$(basename "$dir")

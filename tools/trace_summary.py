@@ -25,7 +25,7 @@ import sys
 
 GEMM = re.compile(r"gemm|xmma|cutlass|nvjet|cublas|matmul|sm90_|dot",
                   re.IGNORECASE)
-OP_ARGS = ("long_name", "tf_op", "hlo_op", "name")
+OP_ARGS = ("long_name", "tf_op", "hlo_op")  # The first an event has.
 
 
 def load(path: str) -> list[dict]:
@@ -53,7 +53,7 @@ def busy_us(intervals: list[tuple[float, float]]) -> float:
 
 def op_name(event: dict) -> str:
   args = event.get("args") or {}
-  for key in OP_ARGS[:-1]:
+  for key in OP_ARGS:
     if key in args:
       # The op's path without the jit wrapper and numeric suffixes.
       return re.sub(r"\.\d+$", "", str(args[key]))[:160]

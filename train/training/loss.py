@@ -62,7 +62,8 @@ def _dot(a, b, dtype):
 
 class _Static(NamedTuple):
   """The loss's non-differentiable settings (custom_vjp's nondiff arg)."""
-  chunk: int  # Tokens per chunk (0: the backend's default).
+  chunk: int  # Tokens per chunk (0: as many as `budget` bytes hold).
+  budget: int  # Bytes of float32 logits a default chunk holds.
   cap: float  # Logit soft-cap (0: none).
   dtype: Any  # The products' operand dtype.
   multiple: int  # V is padded (masked) to a multiple of this.
@@ -102,7 +103,7 @@ def _scan(h_nxd, k_dxv, b_v, y_n, st: _Static, grads: bool):
   that pass)."""
   n, v = y_n.shape[0], k_dxv.shape[1]
   vp = -(-v // st.multiple) * st.multiple
-  c = chunk_tokens(vp, n, st.chunk, logit_bytes())
+  c = chunk_tokens(vp, n, st.chunk, st.budget)
   h, y, w = _chunked(h_nxd, y_n, c)
   k_c = jnp.pad(k_dxv.astype(st.dtype), ((0, 0), (0, vp - v)))  # Cast once.
   b = jnp.pad(b_v, (0, vp - v)) if st.bias else None
@@ -174,7 +175,7 @@ def linear_xent(h_nxd, k_dxv, b_v, y_n, chunk: int = 0, cap: float = 0.0,
   if multiple < 0:
     raise ValueError(f"`multiple` must be >= 0; got {multiple}.")
   b = jnp.zeros(k_dxv.shape[1:], k_dxv.dtype) if b_v is None else b_v
-  st = _Static(int(chunk), float(cap), jnp.dtype(dtype),
+  st = _Static(int(chunk), logit_bytes(), float(cap), jnp.dtype(dtype),
                int(multiple) or vocab_multiple(), b_v is not None)
   return _linear_xent(h_nxd, k_dxv, b, y_n, st)
 
