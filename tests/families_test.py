@@ -57,6 +57,24 @@ class FamiliesTest(parameterized.TestCase):
     np.testing.assert_allclose(got, ref.reference(ref.ARCHS[arch], w, ref.IDS),
                                rtol=2e-4, atol=2e-4)
 
+  @parameterized.parameters("llama", "mistral", "qwen3", "gemma3")
+  def test_fused_attention_matches_reference(self, arch):
+    # jax.nn.dot_product_attention's XLA implementation, called as the
+    # cuDNN one would be (GQA head order, scale, causal sliding windows).
+    w = ref.weights(arch)
+    params, cfg = self._hf(arch, w)
+    with mock.patch.dict(os.environ, {"BOTTLENECK_ATTENTION": "xla"}):
+      got = ref.forward(params, cfg, ref.IDS)
+    np.testing.assert_allclose(got, ref.reference(ref.ARCHS[arch], w, ref.IDS),
+                               rtol=2e-4, atol=2e-4)
+
+  def test_fused_attention_refuses_softcapping_and_unknown_names(self):
+    params, cfg = self._hf("gemma2", ref.weights("gemma2"))
+    for name, words in (("xla", "soft-capping"), ("flash", "blocks, xla")):
+      with mock.patch.dict(os.environ, {"BOTTLENECK_ATTENTION": name}):
+        with self.assertRaisesRegex(ValueError, words):
+          ref.forward(params, cfg, ref.IDS)
+
   @parameterized.parameters("llama", "qwen2", "qwen3", "gemma2", "gemma3")
   def test_gguf_matches_reference(self, arch):
     w = ref.weights(arch, 1)

@@ -155,7 +155,8 @@ class TrainingStagesTest(absltest.TestCase):
     out = tempfile.mkdtemp()
     env = one_device_env(
         WHEELS="0", OUT=out, PY=sys.executable, SPAM_S="300",
-        TRAIN_MFU_ARGS="--models=model1 --batch=1 --steps=1",
+        TRAIN_MFU_ARGS="--models=model1 --batch=1 --steps=1 "
+                       "--attention=blocks,xla",
         SPAM_CONFIG="configs/spamlang.py:V=64,cpu",
         SPAM_FLAGS="--config.train.steps=4 --config.train.warmup=1 "
                    "--config.eval_every=2 --config.log_every=2")
@@ -163,8 +164,10 @@ class TrainingStagesTest(absltest.TestCase):
                     "spamlang_table3"], cwd=ROOT, env=env,
                    capture_output=True, text=True, check=True)
     runs = json.load(open(os.path.join(out, "train_throughput_gpu.json")))
-    self.assertEqual([r["model"] for r in runs["runs"]], ["model1"])
-    self.assertGreater(runs["runs"][0]["tokens_per_s"], 0)
+    self.assertEqual([(r["model"], r["attention"]) for r in runs["runs"]],
+                     [("model1", "blocks"), ("model1", "xla")])
+    for row in runs["runs"]:
+      self.assertGreater(row["tokens_per_s"], 0)
     for rank in (0, 32):
       with open(os.path.join(out, f"spamlang_table3_D{rank}.jsonl")) as f:
         rows = [json.loads(line) for line in f]

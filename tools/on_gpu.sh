@@ -9,8 +9,10 @@
 # The next session with a GPU: `bash tools/gpu_wheels.sh peers` here, then
 # issue 59's training figures (benchmarks/RESULTS.md has the H200's, below
 # the 40 % MFU goal): `[.whl] export OUT; bash tools/on_gpu.sh info
-# train_mfu` (Model 8 and Table 3's model, about 3 min, most of it before
-# the first step: its rows' build_s and init_s say where), `train_profile`
+# train_mfu` (Model 8 and Table 3's model, each with this project's
+# attention and cuDNN's; at 23c268a, one attention, it took about 3 min, most
+# of it before the first step, since when the parameters' init runs op by
+# op: its rows' build_s and init_s say where the start goes), `train_profile`
 # for where a step's time goes (its perfetto export adds about 100 s), and
 # `spamlang_table3` (SpamLang's two runs capped at SPAM_S each, of which
 # about 130 s went to the trainer's start on the H200: 300 or more lets a
@@ -114,8 +116,10 @@ done
 
 TOPM="$PY -m bottleneck.topm"
 FIG1="--N=50257 --d=768 --m=5..150:5 --problem=logits,probs --format=json"
-# Issue 59's training steps: Model 8 and Table 3's model, bfloat16, batch 128.
-TRAIN="--models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20"
+# Issue 59's training steps: Model 8 and Table 3's model, bfloat16, batch 128,
+# each with this module's attention and with cuDNN's fused kernel.
+TRAIN="--models=model8,table3 --dtype=bfloat16 --batch=128 --steps=20
+       --attention=blocks,cudnn"
 
 for stage in "$@"; do
   case "$stage" in

@@ -11,9 +11,12 @@ attention core (train/models/gpt.py and train/models/transformer.py).
               optional sliding window (a query at i sees keys j with
               0 <= i - j < window), tanh soft-capping of the scores (Gemma 2)
               and an explicit query scale; scores and softmax in float32.
+              $BOTTLENECK_ATTENTION picks its implementation (IMPLEMENTATIONS).
 """
 
 from __future__ import annotations
+
+import os
 
 import flax.linen as nn
 import jax
@@ -67,6 +70,20 @@ def causal_mask(t: int, window: int | None = None, start: int = 0,
 
 
 QUERY_BLOCK = 256  # Queries per block of `attention` (see there).
+# $BOTTLENECK_ATTENTION, read when a model is traced: 'blocks' (this
+# module's query blocks, any backend, the default), or
+# jax.nn.dot_product_attention's 'xla' or 'cudnn' (a fused kernel: a GPU,
+# bfloat16 or float16 operands, head_dim <= 128; no score soft-capping).
+IMPLEMENTATIONS = ("blocks", "xla", "cudnn")
+
+
+def implementation() -> str:
+  """The attention implementation $BOTTLENECK_ATTENTION names."""
+  name = os.environ.get("BOTTLENECK_ATTENTION", "") or IMPLEMENTATIONS[0]
+  if name not in IMPLEMENTATIONS:
+    raise ValueError(f"$BOTTLENECK_ATTENTION must be one of "
+                     f"{', '.join(IMPLEMENTATIONS)}; got {name!r}.")
+  return name
 
 
 def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
@@ -79,6 +96,17 @@ def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
   a 1024-token window computes 10/16 of the causal score matrix, fewer with
   a sliding window (benchmarks/forward_parts.py times it); each block's softmax is exact (it holds every key its queries see)."""
   b, t, h, d = q_bthd.shape
+  impl = implementation()
+  if impl != "blocks":
+    if softcap:
+      raise ValueError(f"$BOTTLENECK_ATTENTION={impl} has no score "
+                       f"soft-capping (this model's attn_softcap is "
+                       f"{softcap}); use 'blocks'.")
+    y = jax.nn.dot_product_attention(
+        q_bthd, k_btkd, v_btkd, scale=scale, is_causal=True,
+        local_window_size=(window - 1, 0) if window else None,
+        implementation=impl)
+    return y.reshape(b, t, h * v_btkd.shape[-1])
   kv = k_btkd.shape[2]
   q = q_bthd.reshape(b, t, kv, h // kv, d)
   out = []

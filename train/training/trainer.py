@@ -35,7 +35,6 @@ from bottleneck.io import hf
 from train.training import checkpoint, init as init_lib, loss as loss_lib
 from train.training.metrics import MetricsLog
 from train.training.state import (TrainState, abstract_state,
-                                  init_state as _init_state,
                                   state_from as _state_from, state_shardings)
 from train.training import optim
 from train.text import data
@@ -117,14 +116,11 @@ class Trainer:
           f"`train.batch_size` ({c.train.batch_size}) must be a multiple of "
           f"grad_accum x devices ({c.train.grad_accum} x "
           f"{self.mesh.devices.size}).")
-    init = functools.partial(_init_state, self.model, self.tx, self.model_cfg)
     self.abstract_state = abstract_state(c)
     self.state_sh = state_shardings(self.abstract_state, self.mesh,
                                     c.train.fsdp)
     self.batch_sh = NamedSharding(self.mesh, P(None, sharding.BATCH_AXIS))
     rep = sharding.replicated(self.mesh)
-    init_jit = jax.jit(init, out_shardings=self.state_sh)
-    self.init_fn = lambda: init_jit(jax.random.key(c.seed))
     step = functools.partial(
         train_step, model=self.model, tx=self.tx, seed=c.seed,
         deterministic=getattr(self.model_cfg, "dropout", 0.0) == 0.0,
@@ -141,9 +137,23 @@ class Trainer:
                                          flat_sh), out_shardings=rep)
     self.state_from = jax.jit(functools.partial(_state_from, tx=self.tx),
                               out_shardings=self.state_sh)
+    self.init_fn = lambda: self.state_from(self.init_params())
     self.flat_sh = flat_sh
     self.n_params = int(sum(np.prod(x.shape) for x in jax.tree.leaves(
         self.abstract_state.params)))
+
+  def init_params(self) -> dict:
+    """The model's initial parameters (key `seed`), on the host.
+
+    Op by op rather than one jitted program: each random initializer is
+    then compiled once per shape, not once per parameter (one program
+    unrolls a threefry per parameter, 227 of them for a 30-layer llama,
+    and its compile dominated the trainer's start). `init_fn` places them
+    with the state's shardings and adds the optimizer state in one jit.
+    """
+    x = jnp.zeros((1, self.model_cfg.block_size), jnp.int32)
+    return jax.device_get(self.model.init(jax.random.key(self.config.seed),
+                                          x))
 
   def global_batch(self, x_local, y_local, accum: bool = True):
     """Host rows of this process -> global sharded arrays [a, b, T]."""
@@ -267,7 +277,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
   if restored:
     state, _, start = restored
   elif config.train.init:  # Continued pretraining: its weights, step 0.
-    fresh = jax.device_get(tr.init_fn().params)
+    fresh = tr.init_params()
     state = tr.state_from(init_lib.params(config.train, tr.model_cfg, fresh))
     start = 0
   else:
