@@ -289,22 +289,37 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       config.model.block_size
   flops = build.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
+  def stop_if_diverged(done: int, metrics) -> None:
+    if not bool(metrics["finite"]):
+      ckpt.close()
+      raise FloatingPointError(
+          f"training diverged at step {done}: the loss, gradients or "
+          f"parameters are not finite (loss {float(metrics['loss'])}, "
+          f"grad_norm {float(metrics['grad_norm'])}, lr "
+          f"{tr.learning_rates[done - 1]:.3g}). Nothing non-finite was saved; "
+          f"the newest checkpoint in {workdir!r} is step "
+          f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
+
   try:
     t_last, last_done, steps_timed, t_total = None, start, 0, 0.0
     wrote_config = False
+    unread = None  # (done, metrics) of the step whose finite flag is unread.
     for step in range(start, steps):
       xb, yb = tr.global_batch(*train_loader.batch(step))
       state, metrics = tr.step_fn(state, xb, yb, tr.learning_rates[step])
       done = step + 1
-      if not bool(metrics["finite"]):
-        ckpt.close()
-        raise FloatingPointError(
-            f"training diverged at step {done}: the loss, gradients or "
-            f"parameters are not finite (loss {float(metrics['loss'])}, "
-            f"grad_norm {float(metrics['grad_norm'])}, lr "
-            f"{tr.learning_rates[step]:.3g}). Nothing non-finite was saved; the "
-            f"newest checkpoint in {workdir!r} is step "
-            f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
+      # The previous step's flag is read while this step runs, so the host
+      # never waits for the device between two quiet steps; a step whose
+      # state is logged, probed, evaluated or saved is checked first.
+      if unread:
+        stop_if_diverged(*unread)
+      unread = (done, metrics)
+      if (done == steps or done % config.log_every == 0 or
+          done % config.eval_every == 0 or
+          done % config.checkpoint_every == 0 or
+          any(done % every == 0 for _, every, _ in probes)):
+        stop_if_diverged(*unread)
+        unread = None
       row = {"step": done}
       if done % config.log_every == 0 or done == steps:
         metrics = jax.device_get(metrics)
