@@ -6,19 +6,20 @@
 #   bash tools/on_gpu.sh info fig1_1200 fig1_6000 band smollm2 host_checks
 #   bash tools/on_gpu.sh finish_ab gemma3     # after Gemma 3's parts
 #
-# The next session with a GPU: `bash tools/gpu_wheels.sh peers` here, then
-# issue 59's training figures (benchmarks/RESULTS.md has the H200's, below
-# the 40 % MFU goal): `[.whl] export OUT; bash tools/on_gpu.sh info
-# train_mfu` (Model 8 and Table 3's model, each with this project's
-# attention and cuDNN's; at 23c268a, one attention, it took about 3 min, most
-# of it before the first step, since when the parameters' init runs op by
-# op: its rows' build_s and init_s say where the start goes), `train_profile`
-# for where a step's time goes (its perfetto export adds about 100 s), and
-# `spamlang_table3` (SpamLang's two runs capped at SPAM_S each, of which
-# about 130 s went to the trainer's start on the H200: 300 or more lets a
-# run leave its warm-up); then issue 60's widest Figure 1 panel in a
-# second call (capped at WIDE_S): `[.whl] export OUT; bash tools/on_gpu.sh
-# fig1_4096`. Then, for the LP: `[.whl]
+# The next session with a GPU (issue 59; benchmarks/RESULTS.md has the
+# H200's numbers, below the 40 % MFU goal): `bash tools/gpu_wheels.sh
+# peers` here, then two calls back to back while the machine stays warm:
+#   [.whl]  export OUT; bash tools/on_gpu.sh info train_mfu
+# (Model 8 and Table 3's model, each with this project's attention and
+# cuDNN's; at 23c268a, with one attention, it took about 3 min, most of it
+# before the first step, whose parameters' init now runs op by op: the
+# rows' build_s and init_s say where the start goes), then
+#   [.whl]  export OUT; SPAM_S=280 bash tools/on_gpu.sh spamlang_table3
+# (Table 3's two runs, each capped at SPAM_S: 5000 steps at 27.8 ms are
+# 139 s of stepping after the trainer's start, which took about 130 s on
+# the H200 at 984fd90). `train_profile` says where a step's time goes (its
+# perfetto export adds about 100 s); `fig1_4096` is issue 60's widest
+# Figure 1 panel (capped at WIDE_S). Then, for the LP: `[.whl]
 # export OUT; bash tools/on_gpu.sh info cold_warm phases` on a fresh
 # machine gives the spread of paper-size Figure 1 from a fresh machine
 # (lp.precompile; benchmarks/RESULTS.md holds its one measurement).
