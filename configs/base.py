@@ -75,6 +75,9 @@ def get_config() -> config_dict.ConfigDict:
   c.train.loss_chunk = 0
 
   c.eval_every = 500  # Validation loss every N steps (thesis: 500).
+  # Further steps evaluated besides every eval_every-th (the low-rank
+  # sweep's early grid, where its statistic's crossing lies).
+  c.eval_at = ()
   c.eval_batches = 10  # Validation batches per evaluation.
   c.log_every = 50  # Progress line and metrics.jsonl row every N steps.
   c.checkpoint_every = 500  # Checkpoint every N steps.

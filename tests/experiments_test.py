@@ -28,12 +28,13 @@ class RunDirTest(absltest.TestCase):
                           field)
 
   def test_each_experiment_trains_in_its_configs_folder(self):
-    seen = []
+    seen, configs = [], []
 
     class Stop(Exception):
       pass
 
     def fake_train(cfg, workdir):  # The config's digest ends the name.
+      configs.append(cfg)
       digest = experiments.run_dir("o", "any", cfg).rsplit("_", 1)[1]
       seen.append(workdir.startswith("o/runs/") and
                   workdir.endswith("_" + digest))
@@ -49,7 +50,14 @@ class RunDirTest(absltest.TestCase):
         with self.assertRaises(Stop):
           call()
     self.assertEqual(seen, [True] * 4)
-
+    # The low-rank run's early grid: at 38400 steps, L/64 .. L/16, so that
+    # the paper's x16 (a crossing at step 2400) is read, not bounded by the
+    # first of the evaluations every L/12 (3200).
+    with mock.patch.object(experiments.trainer, "train_and_evaluate",
+                           fake_train), self.assertRaises(Stop):
+      experiments.lowrank_run(256, 1, 38400, "o")
+    self.assertEqual(tuple(configs[-1].eval_at), (600, 800, 1200, 1600, 2400))
+    self.assertEqual(configs[-1].eval_every, 3200)
 
 if __name__ == "__main__":
   absltest.main()

@@ -90,6 +90,10 @@ class ConfigTest(parameterized.TestCase):
       tokenizers.load("sentencepiece")
     with self.assertRaisesRegex(ValueError, "`train.schedule`"):
       trainer.Trainer(tiny_config(**{"train.schedule": "linear"}))
+    for steps in ((0, 5), (31,), (2.5,)):
+      with self.assertRaisesRegex(ValueError, r"`eval_at` must be an integer "
+                                  r"in \[1, 30\] \(steps of this run\)"):
+        trainer.check_config(tiny_config(eval_at=steps))
     with self.assertRaisesRegex(ValueError, "`model.vocab_size`"):
       data.make_loaders(tiny_config(**{"data.tokenizer": "gpt2"}))
 
@@ -305,15 +309,19 @@ class TrainingLoopTest(parameterized.TestCase):
     spec = "head:5,gradient:5"
     with self.assertRaisesRegex(ValueError, "no hooks were given"):
       trainer.train_and_evaluate(tiny_config(probes=spec), f"{base}/none")
-    # The probes register from outside the trainer (as train.main does).
-    probed = trainer.train_and_evaluate(tiny_config(probes=spec),
-                                        f"{base}/probed", hooks.factory(spec))
+    # The probes register from outside the trainer (as train.main does);
+    # the probed run also evaluates at steps 3 and 7 (`eval_at`).
+    probed = trainer.train_and_evaluate(
+        tiny_config(probes=spec, eval_at=(3, 7)), f"{base}/probed",
+        hooks.factory(spec))
     rows = [json.loads(line) for line in open(f"{base}/plain/metrics.jsonl")]
     losses = [r["loss"] for r in rows if "loss" in r]
     self.assertLess(np.mean(losses[-5:]), np.mean(losses[:5]) - 0.5)
     probed_rows = [json.loads(line)
                    for line in open(f"{base}/probed/metrics.jsonl")]
     self.assertEqual(losses, [r["loss"] for r in probed_rows if "loss" in r])
+    self.assertEqual([r["step"] for r in probed_rows if "val_loss" in r],
+                     [3, 7, 10, 20, 30])
     self.assertTrue(any("head/row_norm_mean" in r for r in probed_rows))
     self.assertTrue(any("gradient/destroyed_norm_ratio" in r
                         for r in probed_rows))

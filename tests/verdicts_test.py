@@ -64,7 +64,7 @@ class LowRankVerdictTest(absltest.TestCase):
   def test_the_sentence_follows_the_numbers(self):
     fast = [(100, 6.0), (200, 5.6), (300, 5.4), (400, 5.35)]
     self.assertEqual(seed002.lowrank_speedups(lowrank_rows(fast)),
-                     [2.0, 2.0])  # 5.6 reached at 200 of 400 steps.
+                     [(2.0, False)] * 2)  # 5.6 reached at 200 of 400 steps.
     agree = seed002.lowrank_verdict(lowrank_rows(fast))
     self.assertStartsWith(agree, "**Agrees with seed 002 Fig. 1")
     self.assertIn("in x2.00 fewer tokens (seeds: x2.00, x2.00)", agree)
@@ -75,6 +75,20 @@ class LowRankVerdictTest(absltest.TestCase):
     self.assertStartsWith(early, "**Cannot tell**")
     self.assertIn("fell 3.0% over the last quarter of its stable phase",
                   early)
+
+  def test_a_crossing_before_the_first_evaluation_is_a_bound(self):
+    # D = 256 is already under D = 8's final 5.6 at its first evaluation
+    # (step 100 of 400): the statistic is at least x4, not x4.
+    early = [(100, 5.5), (200, 5.3), (300, 5.2), (400, 5.15)]
+    self.assertEqual(seed002.lowrank_speedups(lowrank_rows(early)),
+                     [(4.0, True)] * 2)
+    said = seed002.lowrank_verdict(lowrank_rows(early))
+    self.assertStartsWith(said, "**Agrees")
+    self.assertIn("in at least x4.00 fewer tokens (seeds: >= x4.00, >= x4.00)"
+                  "; '>=': D = 256 was below that loss at its first "
+                  "evaluation", said)
+    fast = [(100, 6.0), (200, 5.6), (300, 5.4), (400, 5.35)]
+    self.assertNotIn("at least", seed002.lowrank_verdict(lowrank_rows(fast)))
 
   def test_flattening_criterion(self):
     from train.training import experiments  # pylint: disable=g-import-not-at-top

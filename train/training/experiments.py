@@ -91,6 +91,13 @@ def probe_model_run(steps: int, outdir: str, plays: str = "") -> str:
   return workdir
 
 
+# The low-rank runs also evaluate at L/64 .. L/16 of their L steps: the
+# paper's statistic (the smallest D's tokens over those the largest D needs
+# to reach its final loss; x16 in the paper) reads the largest D's curve
+# near L/16, where a grid of L/12 alone could only bound it.
+EARLY_EVALS = (64, 48, 32, 24, 16)
+
+
 def lowrank_run(d: int, seed: int, steps: int, outdir: str,
                 plays: str = "", cpu: bool = True,
                 keep_all: bool = False) -> tuple[dict, list[dict]]:
@@ -102,6 +109,7 @@ def lowrank_run(d: int, seed: int, steps: int, outdir: str,
     cfg.data.path = plays
   every = max(1, steps // 12)
   cfg = _short_run(cfg, steps, every, max(1, steps // 20))
+  cfg.eval_at = tuple(sorted({max(1, steps // k) for k in EARLY_EVALS}))
   cfg.train.warmup = max(1, steps // 20)
   cfg.checkpoint_every = every if keep_all else steps
   cfg.keep_checkpoints = 1000 if keep_all else cfg.keep_checkpoints

@@ -220,6 +220,12 @@ def check_config(config) -> None:
                      hi_closed=hi_closed)
   for key, (lo, hi) in INT_RANGES.items():
     checks.int_in_range(key, get(key), lo, hi)
+  if not isinstance(config.get("eval_at", ()), (tuple, list)):
+    raise checks.ArgumentError("eval_at", "`eval_at` must be a tuple of "
+                               f"steps; got {config.eval_at!r}.")
+  for step in config.get("eval_at", ()):
+    checks.int_in_range("eval_at", step, 1, config.train.steps,
+                        "steps of this run")
   optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
   checks.int_in_range("train.loss_chunk", config.train.loss_chunk, 0,
                       2**31 - 1)
@@ -289,6 +295,9 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       config.model.block_size
   flops = build.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
+  eval_at = set(config.get("eval_at", ()))
+  evaluated = lambda done: (done % config.eval_every == 0 or done == steps
+                            or done in eval_at)
   def stop_if_diverged(done: int, metrics) -> None:
     if not bool(metrics["finite"]):
       ckpt.close()
@@ -315,8 +324,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
         stop_if_diverged(*unread)
       unread = (done, metrics)
       if (done == steps or done % config.log_every == 0 or
-          done % config.eval_every == 0 or
-          done % config.checkpoint_every == 0 or
+          evaluated(done) or done % config.checkpoint_every == 0 or
           any(done % every == 0 for _, every, _ in probes)):
         stop_if_diverged(*unread)
         unread = None
@@ -345,7 +353,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
         if done % every == 0:
           row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
               fn(state.params, xb[0], yb[0])).items()})
-      if done % config.eval_every == 0 or done == steps:
+      if evaluated(done):
         row["val_loss"] = tr.evaluate(state.params, val_loader)
       if len(row) > 1:
         log.write(row)
