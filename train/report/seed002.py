@@ -83,7 +83,10 @@ def lowrank_sweep(config, outdir: str) -> Section:
       f"1/12). The largest D ran first, its steps doubled (up to "
       f"{c.doublings} times) until its validation loss fell by less than "
       f"{c.flat:.0%} over the last quarter of its run on every seed; every "
-      "D then ran those steps (WSD schedule, as Table 4).", table(table_rows),
+      "D then ran those steps (WSD schedule, as Table 4), evaluated every "
+      "twelfth of the run and at "
+      f"{', '.join(f'1/{k}' for k in experiments.EARLY_EVALS)} of it, "
+      "where the paper's x16 crossing would lie.", table(table_rows),
       figure(_lowrank_figure(rows), outdir, "lowrank_curves.png",
              "Validation loss against training tokens, one line per head "
              "rank D and seed (one backbone).")])
