@@ -148,8 +148,8 @@ class Trainer:
     Op by op rather than one jitted program: each random initializer is
     then compiled once per shape, not once per parameter (one program
     unrolls a threefry per parameter, 227 of them for a 30-layer llama,
-    and its compile dominated the trainer's start). `init_fn` places them
-    with the state's shardings and adds the optimizer state in one jit.
+    and compiling them took most of its init). `init_fn` places them with
+    the state's shardings and adds the optimizer state in one jit.
     """
     x = jnp.zeros((1, self.model_cfg.block_size), jnp.int32)
     return jax.device_get(self.model.init(jax.random.key(self.config.seed),
@@ -298,6 +298,7 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
   eval_at = set(config.get("eval_at", ()))
   evaluated = lambda done: (done % config.eval_every == 0 or done == steps
                             or done in eval_at)
+
   def stop_if_diverged(done: int, metrics) -> None:
     if not bool(metrics["finite"]):
       ckpt.close()
