@@ -220,10 +220,11 @@ def check_config(config) -> None:
                      hi_closed=hi_closed)
   for key, (lo, hi) in INT_RANGES.items():
     checks.int_in_range(key, get(key), lo, hi)
-  if not isinstance(config.get("eval_at", ()), (tuple, list)):
+  eval_at = config.get("eval_at", ())
+  if not isinstance(eval_at, (tuple, list)):
     raise checks.ArgumentError("eval_at", "`eval_at` must be a tuple of "
-                               f"steps; got {config.eval_at!r}.")
-  for step in config.get("eval_at", ()):
+                               f"steps; got {eval_at!r}.")
+  for step in eval_at:
     checks.int_in_range("eval_at", step, 1, config.train.steps,
                         "steps of this run")
   optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
@@ -296,8 +297,6 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
   flops = build.flops_per_token(tr.model_cfg, tr.n_params) * tokens
   peak = tr.peak_flops()
   eval_at = set(config.get("eval_at", ()))
-  evaluated = lambda done: (done % config.eval_every == 0 or done == steps
-                            or done in eval_at)
 
   def stop_if_diverged(done: int, metrics) -> None:
     if not bool(metrics["finite"]):
@@ -318,19 +317,22 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       xb, yb = tr.global_batch(*train_loader.batch(step))
       state, metrics = tr.step_fn(state, xb, yb, tr.learning_rates[step])
       done = step + 1
+      last = done == steps
+      logged = last or done % config.log_every == 0
+      evaluated = last or done % config.eval_every == 0 or done in eval_at
+      saved = last or done % config.checkpoint_every == 0
+      probed = [(name, fn) for name, every, fn in probes if done % every == 0]
       # The previous step's flag is read while this step runs, so the host
       # never waits for the device between two quiet steps; a step whose
       # state is logged, probed, evaluated or saved is checked first.
       if unread:
         stop_if_diverged(*unread)
       unread = (done, metrics)
-      if (done == steps or done % config.log_every == 0 or
-          evaluated(done) or done % config.checkpoint_every == 0 or
-          any(done % every == 0 for _, every, _ in probes)):
+      if logged or evaluated or saved or probed:
         stop_if_diverged(*unread)
         unread = None
       row = {"step": done}
-      if done % config.log_every == 0 or done == steps:
+      if logged:
         metrics = jax.device_get(metrics)
         now = time.perf_counter()
         if t_last is not None:
@@ -350,15 +352,14 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
           eta = f"{sec * (steps - done):.0f}s" if sec else "n/a"
           print(f"step {done}/{steps} loss {row['loss']:.4f} {rate} tok/s "
                 f"mfu {mfu} eta {eta}", file=sys.stderr, flush=True)
-      for name, every, fn in probes:
-        if done % every == 0:
-          row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
-              fn(state.params, xb[0], yb[0])).items()})
-      if evaluated(done):
+      for name, fn in probed:
+        row.update({f"{name}/{k}": float(v) for k, v in jax.device_get(
+            fn(state.params, xb[0], yb[0])).items()})
+      if evaluated:
         row["val_loss"] = tr.evaluate(state.params, val_loader)
       if len(row) > 1:
         log.write(row)
-      if done % config.checkpoint_every == 0 or done == steps:
+      if saved:
         ckpt.save(done, state, train_loader.position(done))
         if lead and not wrote_config:
           ckpt.manager.wait_until_finished()
