@@ -6,6 +6,7 @@ sides of the paper's claim, the sentence flips (issue 59): SpamLang (seed
 import math
 
 from absl.testing import absltest
+import numpy as np
 
 from train.report import seed002
 
@@ -75,6 +76,11 @@ class LowRankVerdictTest(absltest.TestCase):
     self.assertStartsWith(early, "**Cannot tell**")
     self.assertIn("fell 3.0% over the last quarter of its stable phase",
                   early)
+    self.assertNotIn("least-squares", early)
+    fitted = seed002.lowrank_verdict([dict(r, fit_fall=0.0082) for r in
+                                      lowrank_rows(fast, flat=False)])
+    self.assertIn("criterion < 1%; a least-squares line through every "
+                  "evaluation of that quarter falls 0.8%", fitted)
 
   def test_a_crossing_before_the_first_evaluation_is_a_bound(self):
     # D = 256 is already under D = 8's final 5.6 at its first evaluation
@@ -104,6 +110,27 @@ class LowRankVerdictTest(absltest.TestCase):
     flat, fall = experiments.flattened(wsd, until=360)
     self.assertTrue(flat)
     self.assertAlmostEqual(fall, 0.01 / 5.01)
+
+  def test_fitted_fall_reads_every_evaluation_of_the_quarter(self):
+    from train.training import experiments  # pylint: disable=g-import-not-at-top
+    # The window is 300..400 (the evaluation nearest 0.75 * 400 onward):
+    # its low last point makes the two-point fall 2.0 %, the line through
+    # all five (slope -0.00084 per step, 5.044 at 300) falls 1.7 %.
+    curve = [(100, 6.0), (200, 5.2), (300, 5.0), (325, 5.05), (350, 5.02),
+             (375, 5.04), (400, 4.9)]
+    self.assertAlmostEqual(experiments.flattened(curve)[1], 0.1 / 5.0)
+    x = np.array([300., 325., 350., 375., 400.])
+    y = np.array([5.0, 5.05, 5.02, 5.04, 4.9])
+    slope = np.sum((x - x.mean()) * (y - y.mean())) / np.sum(
+        (x - x.mean())**2)
+    start = y.mean() + slope * (300 - x.mean())
+    self.assertAlmostEqual(experiments.fitted_fall(curve),
+                           -slope * 100 / start)
+    self.assertAlmostEqual(experiments.fitted_fall(curve), 0.0167, places=4)
+    self.assertAlmostEqual(experiments.fitted_fall(curve + [(440, 3.0)],
+                                                   until=400),
+                           experiments.fitted_fall(curve))
+    self.assertEqual(experiments.fitted_fall([(100, 6.0)]), 0.0)
 
 
 class ThesisVerdictTest(absltest.TestCase):

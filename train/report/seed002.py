@@ -162,12 +162,16 @@ def lowrank_verdict(rows, flat: float = 0.01) -> str:
                "evaluation, so only a bound is known")
   if not all(r["flat"] for r in top):
     worst = max(top, key=lambda r: r["fall"])
+    fitted = ("" if worst.get("fit_fall") is None else
+              f"; a least-squares line through every evaluation of that "
+              f"quarter falls {worst['fit_fall']:.1%}, which the criterion "
+              "does not read")
     return (f"**Cannot tell** ({PAPER_LOWRANK}): the D = {ranks[-1]} run "
             f"had not flattened (its validation loss fell {worst['fall']:.1%} "
             f"over the last quarter of its stable phase, to step "
             f"{worst.get('stable_until', worst['steps'])} of {worst['steps']}, "
-            f"criterion < {flat:.0%}); so far {so_far}. Longer runs would "
-            "decide.")
+            f"criterion < {flat:.0%}{fitted}); so far {so_far}. Longer runs "
+            "would decide.")
   if len(known) == len(speed) and min(x.value for x in known) > 1.0:
     return (f"**Agrees with {PAPER_LOWRANK} in direction**: {so_far}, "
             "on every seed. The magnitude is not comparable: the paper's "

@@ -131,11 +131,29 @@ def flattened(curve, share: float = 0.25, tolerance: float = 0.01,
   steps up to `until` (0: its end; a WSD run passes where its final decay
   starts, so the decay's drop is not read as progress): the stopping
   criterion of the low-rank sweep's largest D."""
-  curve = [p for p in curve if not until or p[0] <= until] or curve[:1]
-  last_step, last = curve[-1]
-  start = min(curve, key=lambda p: abs(p[0] - last_step * (1 - share)))[1]
-  fall = (start - last) / start
+  window = _last_share(curve, share, until)
+  fall = (window[0][1] - window[-1][1]) / window[0][1]
   return fall < tolerance, fall
+
+
+def fitted_fall(curve, share: float = 0.25, until: int = 0) -> float:
+  """The relative fall of a least-squares line through every evaluation of
+  `flattened`'s window (its two end points alone move with one evaluation's
+  noise): reported beside the criterion, not a criterion."""
+  steps, losses = np.asarray(_last_share(curve, share, until), float).T
+  if len(steps) < 2:
+    return 0.0
+  slope, offset = np.polyfit(steps, losses, 1)
+  start = offset + slope * steps[0]
+  return float(-slope * (steps[-1] - steps[0]) / start)
+
+
+def _last_share(curve, share: float, until: int):
+  """The evaluations [(step, loss)] from the one nearest (1 - share) of the
+  last step (up to `until`; 0: the end) to the last."""
+  curve = [p for p in curve if not until or p[0] <= until] or curve[:1]
+  begin = min(curve, key=lambda p: abs(p[0] - curve[-1][0] * (1 - share)))
+  return curve[curve.index(begin):]
 
 
 def lowrank_top(c, outdir: str):
@@ -168,7 +186,9 @@ def lowrank_sweep(c, outdir: str) -> list[dict]:
           d, seed, steps, outdir, c.plays, c.cpu)
       curve = val_curve(rows)
       out.append(dict(info, final_val_loss=curve[-1][1], curve=curve,
-                      flat=flat[i][0], fall=flat[i][1]))
+                      flat=flat[i][0], fall=flat[i][1],
+                      fit_fall=fitted_fall(curve,
+                                           until=info["stable_until"])))
   return out
 
 
