@@ -74,13 +74,13 @@ class LowRankVerdictTest(absltest.TestCase):
                           "**Disagrees")
     early = seed002.lowrank_verdict(lowrank_rows(fast, flat=False))
     self.assertStartsWith(early, "**Cannot tell**")
-    self.assertIn("fell 3.0% over the last quarter of its stable phase",
+    self.assertIn("fell 3.00% over the last quarter of its stable phase",
                   early)
     self.assertNotIn("least-squares", early)
     fitted = seed002.lowrank_verdict([dict(r, fit_fall=0.0082) for r in
                                       lowrank_rows(fast, flat=False)])
     self.assertIn("criterion < 1%; a least-squares line through every "
-                  "evaluation of that quarter falls 0.8%", fitted)
+                  "evaluation of that quarter falls 0.82%", fitted)
 
   def test_a_crossing_before_the_first_evaluation_is_a_bound(self):
     # D = 256 is already under D = 8's final 5.6 at its first evaluation

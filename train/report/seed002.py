@@ -164,10 +164,10 @@ def lowrank_verdict(rows, flat: float = 0.01) -> str:
     worst = max(top, key=lambda r: r["fall"])
     fitted = ("" if worst.get("fit_fall") is None else
               f"; a least-squares line through every evaluation of that "
-              f"quarter falls {worst['fit_fall']:.1%}, which the criterion "
+              f"quarter falls {worst['fit_fall']:.2%}, which the criterion "
               "does not read")
     return (f"**Cannot tell** ({PAPER_LOWRANK}): the D = {ranks[-1]} run "
-            f"had not flattened (its validation loss fell {worst['fall']:.1%} "
+            f"had not flattened (its validation loss fell {worst['fall']:.2%} "
             f"over the last quarter of its stable phase, to step "
             f"{worst.get('stable_until', worst['steps'])} of {worst['steps']}, "
             f"criterion < {flat:.0%}{fitted}); so far {so_far}. Longer runs "
