@@ -14,19 +14,21 @@ def get_config() -> config_dict.ConfigDict:
   c.model = config_dict.ConfigDict()
   c.model.family = "gpt"  # gpt (thesis GPT) | llama (llama-like Transformer).
   # llama: '' = the fields below; smollm2 | gemma3 | gguf:PATH | hf:DIR =
-  # that checkpoint's architecture, fresh weights (train/models/build.py).
+  # that checkpoint's architecture, fresh weights (train/models/build.py);
+  # gpt: '' or hf:DIR of a GPT-2 folder.
   c.model.arch = ""
-  c.model.vocab_size = 50257  # V (must cover the tokenizer; arch: 0 = its).
+  # V (must cover the tokenizer; with arch, 0 = the architecture's).
+  c.model.vocab_size = 50257
   c.model.block_size = 128  # Context length T (thesis: 128, see WORKSPACE).
   c.model.n_layer = 4  # Transformer blocks.
   c.model.n_head = 1  # Attention heads (must divide n_embd).
   c.model.n_embd = 64  # Width.
-  c.model.dropout = 0.0  # Dropout on residual branches and embeddings.
-  c.model.qkv_bias = False  # Bias on q, k, v (GPT-2: True).
+  c.model.dropout = 0.0  # gpt: dropout on residual branches, embeddings.
+  c.model.qkv_bias = False  # Bias on q, k, v (GPT-2: True; arch: its own).
   c.model.head = "untied"  # untied | tied | lowrank (W = A B).
   c.model.head_rank = 0  # D of a low-rank head (1 <= D <= n_embd).
-  c.model.head_bias = True  # Bias on the logits.
-  c.model.activation = "gelu"  # gelu | gelu_exact | relu.
+  c.model.head_bias = True  # Bias on the logits (gpt only: llama False).
+  c.model.activation = "gelu"  # gpt: gelu | gelu_exact | relu (llama: mlp).
   c.model.layer_norm_eps = 1e-5  # LayerNorm (llama: RMSNorm) epsilon.
   c.model.dtype = "float32"  # Compute dtype: float32 | bfloat16 (mixed).
   c.model.n_kv_head = 0  # llama: KV heads (0 = n_head).

@@ -162,6 +162,57 @@ class LedgerTest(absltest.TestCase):
             "Fig. 7 (§5)")
     self.assertIn("lacks 'frequency_llama' (older version)", r["verdict"])
 
+  def test_nan_null_and_empty_numbers_are_not_run(self):
+    for value, said in ((float("nan"), "is nan"), (None, "is null")):
+      s = {"real_llm": {"models": {"smol": {"encoding": {"adj_r2": value}}}},
+           "encoding": {"encoding": {"adj_r2": value, "V": 64}},
+           "training": {"runs": [{"run": "model8", "final_val_loss": value},
+                                 {"run": "model1", "final_val_loss": 3.0}]}}
+      for paper, where, field in (
+          ("seed 003", "Table 1 on real LLMs", "models.smol.encoding.adj_r2"),
+          ("seed 003", "Table 1", "`encoding.adj_r2"),
+          ("seed 004", "Fig. 5.1", "`runs[0].final_val_loss")):
+        verdict = row(s, where, paper=paper)["verdict"]
+        self.assertStartsWith(verdict, "not run: ", (where, value))
+        self.assertIn(f"{field}` {said}", verdict)
+    s = {"table1": {"rows": [], "rows_matching_paper": {"gumbel": 0}}}
+    self.assertEqual(row(s, "Table 1", paper="seed 001")["verdict"],
+                     "not run: `rows` is empty")
+
+  def test_no_real_models_is_not_run(self):
+    rows = ledger.rows({"real_llm": {"models": {}}},
+                       report_config.get_config("quick").to_dict())
+    real = [r for r in rows if "real LLMs" in r["where"]]
+    self.assertLen(real, 4)
+    for r in real:
+      self.assertStartsWith(r["verdict"], "not run: no real LLM", r["where"])
+
+  def test_malformed_results_json_is_one_error(self):
+    outdir = self.create_tempdir().full_path
+    path = os.path.join(outdir, "results.json")
+    good = {"version": ledger.RESULTS_VERSION, "config": {"scale": "quick"},
+            "sections": {}}
+    deep = "[" * 5000 + "]" * 5000
+    for text, field in (
+        (json.dumps(dict(good, version="2")), "'version' is a str"),
+        (json.dumps(dict(good, sections=[1])), "'sections'"),
+        (json.dumps(dict(good, config=[1])), "'config'"),
+        (json.dumps(dict(good, sections={"table1": [1]})), "'table1'"),
+        (json.dumps(dict(good, sections={"table1": {"x": "X"}})).replace(
+            '"X"', "[" * 70 + "]" * 70), "deeper than 64"),
+        (json.dumps(good)[:-1] + ', "deep": ' + deep + "}", "deeper"),
+        (json.dumps(dict(good, sections={"table1": {
+            "rows": [{}], "rows_matching_paper": {"gumbel": "22"}}})),
+         "`rows_matching_paper.gumbel` is a str, not a number")):
+      with open(path, "w") as f:
+        f.write(text)
+      with self.assertRaisesRegex(ValueError, f"`outdir` '{path}'.*{field}",
+                                  msg=text[:80]) as e:
+        ledger.from_folder(outdir)
+      # One line: the binary prints it as `error: ...`, exit 2 (see
+      # test_folder_errors_are_one_line).
+      self.assertNotIn("\n", str(e.exception))
+
   def test_folder_errors_are_one_line(self):
     outdir = self.create_tempdir().full_path
     with self.assertRaisesRegex(ValueError, "holds no results.json"):

@@ -4,9 +4,11 @@
   --coordinator_address, --num_processes, --process_id
                        multi-host (jax.distributed); auto on Cloud TPU pods
 Restarting the same command resumes from the newest checkpoint in DIR.
+Ctrl-C stops between steps, the checkpoints kept; a second quits at once.
 """
 
 import json
+import signal
 
 from absl import flags, logging
 from ml_collections import config_flags
@@ -45,9 +47,12 @@ def main(argv):
   if not FLAGS.workdir:
     raise ValueError("`workdir` is required (or --dry_run).")
   logging.info("training %s", config.model)
-  summary = trainer.train_and_evaluate(
-      config, FLAGS.workdir,
-      hooks.factory(config.probes) if config.probes else None)
+  try:
+    summary = trainer.train_and_evaluate(
+        config, FLAGS.workdir,
+        hooks.factory(config.probes) if config.probes else None)
+  finally:  # Exiting: a late Ctrl-C must not become a traceback at exit.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
   print(json.dumps(summary))
 
 

@@ -15,8 +15,9 @@ FLAGS = flags.FLAGS
 
 
 def _define_flags():
-  flags.DEFINE_string("input", None, "A folder (read recursively), a file, "
-                      "or a glob of .txt / .jsonl / .parquet files.")
+  flags.DEFINE_string("input", None, "A folder (read recursively, links "
+                      "followed once) or a file of .txt / .jsonl / .parquet "
+                      "text; a path taken literally (no glob patterns).")
   flags.DEFINE_string("tokenizer", "gpt2", "gpt2 | byte | hf:DIR | "
                       "gguf:PATH | smollm2 | gemma3.")
   flags.DEFINE_string("outdir", None, "New folder for train.bin, val.bin, "

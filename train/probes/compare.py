@@ -175,6 +175,11 @@ def run(models, s: Settings = Settings(), progress=None,
     raise ValueError("`models` must name at least one model.")
   subjects.check_text_spec(s.text, "text")
   subjects.check_text_spec(s.ood_text, "ood_text")
+  for spec in models:  # Every entry before the first is probed.
+    try:
+      subjects.check_spec(spec)
+    except ValueError as e:
+      raise ValueError(f"`models` entry {spec!r}: {e}") from None
   mean = sum(MODEL_COST.values()) / len(MODEL_COST)
   cost = [MODEL_COST.get(spec, mean) for spec in models]
   total = sum(cost)

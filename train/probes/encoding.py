@@ -53,7 +53,7 @@ def encoding_probe(subject, pass_: Pass, plot_points: int = 20000,
              encoding.mlr(-np.log(alpha), w, moments(subject, "W"))[
                  "adj_r2"],
              tied=bool(subject.cfg.tied), V=int(w.shape[0]),
-             D=int(w.shape[1]), positions=pass_.tokens)
+             D=subject.head_rank(), positions=pass_.tokens)
   if not subject.cfg.tied:  # Input embeddings too (untied models).
     out["adj_r2_input_embeddings"] = encoding.mlr(
         -np.log(alpha), subject.input_embeddings())["adj_r2"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import gradient, logit_gradients
-from train.probes import forward, plots
+from train.probes import forward, plots, subjects
 from train.probes.forward import Pass, position_cap
 from train.probes.spec import Figure, Probe, Row, fmt, of_key
 
@@ -71,13 +71,13 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
     raise ValueError("the gradient probe needs a Pass run with "
                      "gradient_sums=True.")
   w, b = subject.head()
-  v, d = w.shape
+  v, d = w.shape[0], subjects.head_rank(subject.cfg, w.shape[1])
   s, n = pass_.gradient, pass_.tokens
   lost_sq = max(s["grad_sq"] - s["visible_sq"], 0.0) / s["grad_sq"]
   per_token = np.sqrt(np.clip(1.0 - pass_.cos.astype(np.float64) ** 2, 0.0,
                               1.0))
   out = {"norm_ratio": float(np.sqrt(lost_sq)), "squared_ratio": lost_sq,
-         "mean_cosine": s["cos_sum"] / n, "tokens": n, "V": v,
+         "mean_cosine": s["cos_sum"] / n, "tokens": n, "V": v, "D": d,
          "D_over_V": d / v,
          "random_direction_ratio": float(np.sqrt(1.0 - d / v)),
          "per_token_quantiles": {
@@ -93,7 +93,7 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
   eff = gradient.update_efficiency(h, w, b, y,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
   if v * d <= RANDOM_HEAD_ENTRIES:  # A QR of a [V, D] Gaussian: small heads.
-    out["random_head"] = logit_gradients.subspace_ratios(h, w, b, y)
+    out["random_head"] = twins(subject, h, w, b, y, d)
   if rank_tokens and v <= LONG_RANK_MAX_V:  # Fig. 2 past T = V, streamed.
     n = min(rank_tokens, pass_.tokens)
     counts = sorted({c for c in (512, 1024, 2048, 4096, 8192, 16384, v, n)
@@ -108,6 +108,16 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
                "gradient_profiles": plots.profiles({subject.name: prof}),
                "gradient_rank": plots.ranks({subject.name: ranks}),
                "gradient_efficiency": plots.efficiency({subject.name: eff})}
+
+
+def twins(subject, h_txn, w_vxn, b_v, y_t, d: int) -> dict:
+  """logit_gradients.subspace_ratios against Gaussian heads of rank D (eq.
+  10): a low-rank head W = A B enters as H B^T and A [V, D] (the same
+  logits, so the same gradients), its twins V x D Gaussians."""
+  if d < w_vxn.shape[1]:
+    project, k_dxv, _, _ = subject.cfg.head_linear(subject.params)
+    h_txn, w_vxn = np.asarray(project(h_txn)), np.asarray(k_dxv).T
+  return logit_gradients.subspace_ratios(h_txn, w_vxn, b_v, y_t)
 
 
 def _histogram(values, bins: int = 50) -> dict:

@@ -21,7 +21,7 @@ import numpy as np
 from ml_collections import config_dict
 
 from bottleneck.io import zoo
-from train.models import loaders
+from train.models import build, loaders, validate
 from train.text import data, tokenizers
 
 SPECS = "smollm2, gemma3, gguf:PATH, hf:DIR or run:WORKDIR"
@@ -53,15 +53,30 @@ class Subject:
   def input_embeddings(self) -> np.ndarray:
     return np.asarray(self.cfg.input_embeddings(self.params), np.float32)
 
+  def head_rank(self) -> int:
+    """D of the subject's head (`head_rank`)."""
+    return head_rank(self.cfg, self.cfg.n_embd)
+
   def describe(self) -> dict:
-    """What a report states about the subject."""
+    """What a report states about the subject (d: the head's input width,
+    D: its rank)."""
     w, _ = self.cfg.head_weights(self.params)
     return {"name": self.name, "family": self.cfg.family,
             "V": int(w.shape[0]), "d": int(w.shape[1]),
+            "D": self.head_rank(),
             "layers": int(self.cfg.n_layer), "tied": bool(self.cfg.tied),
             "context": int(self.cfg.context_length),
             "logit_softcap": float(self.cfg.logit_softcap),
             "bos": None if self.tokenizer is None else self.tokenizer.bos_id}
+
+
+def head_rank(cfg, width: int) -> int:
+  """D of seed 002 (eq. 10's sqrt(1 - D/V)) for a head W [V, width]: a
+  low-rank head W = A B is stored as its product, of rank `head_rank`
+  whatever its width; any other head has the rank of its width."""
+  if cfg.head == "lowrank" and getattr(cfg, "head_rank", 0):
+    return int(cfg.head_rank)
+  return int(width)
 
 
 def _on_device(tree: dict) -> dict:
@@ -97,6 +112,31 @@ def load_subject(workdir: str | None = None, hf_dir: str | None = None,
   params, cfg, tok, config = runs.load(workdir)
   return Subject(params, cfg, tok, os.path.basename(os.path.normpath(
       workdir)), config, workdir)
+
+
+def check_spec(spec: str) -> None:
+  """What load_subject(model=spec) reads before the weights, without them:
+  the spec's form, a checkpoint's metadata (loaders.config_of) and an HF
+  folder's tokenizer, a run's config, model config and a checkpoint: a
+  comparison refuses a bad entry before it probes any model."""
+  kind, _, rest = spec.partition(":")
+  if kind in zoo.NAMES and not rest:
+    return
+  if kind in ("gguf", "hf") and rest:
+    loaders.config_of(spec)
+    if kind == "hf":
+      tokenizers.load(spec)
+    return
+  if kind != "run" or not rest:
+    raise ValueError(f"`model` must be {SPECS}; got {spec!r}.")
+  from train.training import runs  # pylint: disable=g-import-not-at-top
+  config = runs.read_config(rest)
+  if config.data.source == "spamlang":
+    raise ValueError(f"`workdir` {rest!r} is a SpamLang run: no text.")
+  validate.config(lambda: build.model_config(config.model), {},
+                  "config.json ", f"`model` {spec!r}")
+  if not runs.steps(rest):
+    raise ValueError(f"`workdir` {rest!r} has no checkpoint.")
 
 
 def other_source(subject: Subject) -> str:

@@ -9,22 +9,25 @@ import numpy as np
 from bottleneck import stats
 from train.report import seed001_lp
 from train.report.claim import (CANNOT, DISAGREES, NOT_RUN, REPRODUCED,
-                                SMALLER, Claim, from_sentence, per_subject,
-                                real)
+                                SMALLER, Claim, Unread, from_sentence, get,
+                                mapping, num, per_subject, real, records)
 
 
 def table1(s, cfg):
-  n, total = s["rows_matching_paper"]["gumbel"], len(s["rows"])
+  n = num(s, "rows_matching_paper", "gumbel")
+  total = len(records(s, "rows"))
   return (f"{n}/{total} rows equal (Gumbel form)", "the paper's 22 models",
           REPRODUCED if n == total else f"{DISAGREES}: {total - n} rows "
           "differ")
 
 
 def figure5(s, cfg):
-  sim, closed = s["m_star_simulation"], s["m_star_closed_form"]["gumbel"]
+  sim = num(s, "m_star_simulation")
+  closed = num(s, "m_star_closed_form", "gumbel")
+  trials = num(records(s, "records")[0], "trials", at="records[0]")
   ours = (f"simulation m* = {sim}; closed form {closed}, row-space exact "
           f"law {s['m_star_closed_form']['rowspace_exact']}")
-  scale = f"{s['N']}x{s['d']}, {s['records'][0]['trials']} trials per m"
+  scale = f"{s['N']}x{s['d']}, {trials} trials per m"
   if not 0 <= sim - closed <= 5:
     return ours, scale, (f"{DISAGREES}: the bound is not slightly below the "
                          "simulation")
@@ -32,11 +35,23 @@ def figure5(s, cfg):
                        "Table 1 26; ours agrees with 26)")
 
 
+def _list(s, key) -> list:
+  out = get(s, key)
+  if not isinstance(out, list):
+    raise TypeError(f"`{key}` is a {type(out).__name__}, not a list")
+  return out
+
+
 def signrank(s, cfg):
-  exh = s["exhaustive"]
+  exh = records(s, "exhaustive", need=("certified", "subsets", "N", "m"))
   n_cert, n = sum(r["certified"] for r in exh), sum(r["subsets"] for r in exh)
-  worst = min(r["worst_exact_log10_margin"]
-              for r in s["random_subsets"] + s["exact_only"])
+  margins = [num(r, "worst_exact_log10_margin", at=f"{k}[{i}]")
+             for k in ("random_subsets", "exact_only")
+             for i, r in enumerate(_list(s, k))]
+  if n == 0 or not margins:
+    raise Unread("`exhaustive` counts no subset" if n == 0 else
+                 "`random_subsets` and `exact_only` are empty")
+  worst = min(margins)
   ours = (f"float64 certified {n_cert}/{n} subsets of the exhaustive "
           f"cases; exact normalised margins down to 10^{worst:.0f}")
   scale = ", ".join(f"N = {r['N']}, m = {r['m']}" for r in exh)
@@ -46,7 +61,10 @@ def signrank(s, cfg):
 
 def figure1(s, cfg):
   c, t = cfg["figure1"], cfg["threshold"]
-  got = {p: seed001_lp.m_lp(s[p], t) for p in ("logits", "probs") if p in s}
+  got = {p: seed001_lp.m_lp(records(s, p, need=("m", "fraction")), t)
+         for p in ("logits", "probs") if p in s}
+  if not got:
+    raise Unread("neither `logits` nor `probs` was swept")
   ours = ", ".join(f"{p} m* = {m}" for p, m in got.items())
   paper_size = (c["N"], c["d"]) == (50257, 768)
   scale = f"{c['N']}x{c['d']}, {c['trials']} subsets per m"
@@ -64,13 +82,16 @@ PAPER_WIDE = {"32000x2048": 400, "32000x4096": 1070}  # Fig. 1, bottom.
 
 
 def figure1_wide(s, cfg):
-  wide = {k: v for k, v in s.get("wide", {}).items() if k in PAPER_WIDE}
+  wide = {k: v for k, v in mapping(s.get("wide", {}), "wide").items()
+          if k in PAPER_WIDE}
   if not wide:
     return "-", "-", (f"{NOT_RUN}: the wider panels run at --scale=paper "
                       "(figure1.wide)")
   t = cfg["threshold"]
-  got = {k: seed001_lp.m_lp(v["records"], t) for k, v in wide.items()}
-  ours = "; ".join(f"{k}: m* = {m} ({wide[k]['seconds_per_instance']:.1f} s "
+  got = {k: seed001_lp.m_lp(records(v, "records", at=f"wide.{k}", need=(
+      "m", "fraction", "trials")), t) for k, v in wide.items()}
+  ours = "; ".join(f"{k}: m* = {m} ("
+                   f"{num(wide[k], 'seconds_per_instance', at=k):.1f} s "
                    "per instance)" for k, m in got.items())
   far = [k for k, m in got.items()
          if abs(m - PAPER_WIDE[k]) > 0.1 * PAPER_WIDE[k]]
@@ -84,7 +105,8 @@ def figure1_wide(s, cfg):
 
 
 def figure3(s, cfg):
-  rows = s["by_d"]
+  rows = records(s, "by_d", need=("N", "d", "N_over_d", "m_star_lp"))
+  num(s, "slope")
   regime = [r for r in rows if r["N_over_d"] >= 15]  # Paper: N/d >= 15.6.
   ours = f"line through 0 over every d: m* = {s['slope']:.3f} d"
   scale = (f"N = {rows[0]['N']}, d = {rows[0]['d']}..{rows[-1]['d']} "
@@ -114,13 +136,17 @@ def figure3(s, cfg):
 
 def natural(s, cfg):
   c = cfg["natural"]
+  for k in ("natural", "uniform"):
+    records(s, k, need=("m", "feasible", "trials"))
+  records(s, "spread", need=("R_natural_max", "R_uniform_max", "s"))
   return from_sentence(seed001_lp.natural_verdict(
       s["natural"], s["uniform"], s["spread"], c["eps"]),
                         f"{c['N']}x{c['d']}, Shakespeare bigrams")
 
 
 def trained(s, cfg):
-  curves = {k: v for k, v in s.items()
+  curves = {k: records(s, k, need=("m", "feasible", "trials"))
+            for k, v in s.items()
             if isinstance(v, list) and not k.endswith("t*")}
   if len(curves) < 2:
     return "-", "-", f"{NOT_RUN}: no trained matrix"
@@ -131,6 +157,9 @@ def trained(s, cfg):
 
 def appendix_a(s, cfg):
   cum = s["cumulative"]
+  for k in ("tokens_for_0.9_of_mean_curve", "tokens_for_0.9_median", "V",
+            "positions"):
+    num(cum, k, at="cumulative")
   ours = (f"{cum['tokens_for_0.9_of_mean_curve']} tokens (mean curve "
           "reaches 0.9), per-position median "
           f"{cum['tokens_for_0.9_median']:.0f}; V = {cum['V']}, "
@@ -141,6 +170,9 @@ def appendix_a(s, cfg):
 
 def appendix_a_real(s, cfg):
   named = real(s, "cumulative")
+  for n, c in named:
+    for k in ("tokens_for_0.9_of_mean_curve", "tokens_for_0.9_median", "V"):
+      num(c, k, at=f"models.{n}.cumulative")
   ours = "; ".join(f"{n}: {c['tokens_for_0.9_of_mean_curve']} (V = "
                    f"{c['V']}; per-position median "
                    f"{c['tokens_for_0.9_median']:.0f})" for n, c in named)
@@ -157,10 +189,15 @@ def rowstats_real(s, cfg):
   Q8_0 storage can add to the spread (head.quantisation)."""
   parts, verdicts = [], {}
   for n, r in real(s, "rowstats"):
+    for k in ("trained", "random"):
+      for stat in ("norm_std", "norm_mean"):
+        num(r, k, stat, at=f"models.{n}.rowstats")
     t, g = r["trained"], r["random"]
     spread, gauss = t["norm_std"] / t["norm_mean"], g["norm_std"] / g[
         "norm_mean"]
     q = r.get("quantisation")
+    if q:
+      num(q, "noise_rel_rms", at=f"models.{n}.rowstats.quantisation")
     parts.append(f"{n}: {spread:.4f} (Gaussian {gauss:.4f})" + (
         f", of which Q8_0 rounding ~{q['noise_rel_rms']:.4f}" if q else ""))
     verdicts[n] = REPRODUCED if spread > gauss else DISAGREES

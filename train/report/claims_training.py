@@ -11,8 +11,9 @@ import math
 from train.probes import gradient as probe_gradient
 from train.report import seed002, seed003, seed004
 from train.report.claim import (DISAGREES, NOT_RUN, SMALLER, CANNOT,
-                                REPRODUCED, Claim, from_sentence,
-                                per_subject, real)
+                                REPRODUCED, Claim, Unread, finite,
+                                from_sentence, mapping, num, per_subject,
+                                real, records)
 
 
 def destroyed(named) -> tuple[str, str]:
@@ -22,12 +23,18 @@ def destroyed(named) -> tuple[str, str]:
   of the head (`random_head`), the comparison is on the same gradients
   and within their spread."""
   parts, sides = [], []
+  if not named:
+    raise Unread("no subject has `norm_ratio`")
   for name, r in named:
+    for k in ("D_over_V", "norm_ratio"):
+      num(r, k, at=name)
     counted = math.sqrt(1 - r["D_over_V"])
     parts.append(f"{name}: {r['norm_ratio']:.4f} (sqrt(1 - D/V) = "
                  f"{counted:.4f})")
     twin = r.get("random_head")
     if twin:
+      for k in ("trained", "random", "random_std"):
+        num(twin, k, at=f"{name}.random_head")
       sides.append(f"{name} {probe_gradient.twin_side(twin)} than its "
                    f"Gaussian twins ({twin['trained'] - twin['random']:+.4f})")
     else:
@@ -51,7 +58,8 @@ def long_rank(s, cfg):
   if not rows:
     return "-", "-", f"{NOT_RUN}: probes.rank_tokens = 0 at this scale"
   name, r = rows[0]
-  last, v = r["rank_vs_tokens_long"][-1], r["V"]
+  long = records(r, "rank_vs_tokens_long", need=("tokens", "rank"), at=name)
+  last, v = long[-1], num(r, "V", at=name)
   ours = ", ".join(f"T = {x['tokens']}: {x['rank']}"
                    for x in r["rank_vs_tokens_long"])
   scale = f"{name}, V = {v}" + (", T < V" if last["tokens"] < v else "")
@@ -68,6 +76,8 @@ def gradient_real(s, cfg):
 
 def encoding_real(s, cfg):
   named = real(s, "encoding")
+  for n, e in named:
+    num(e, "adj_r2", at=f"models.{n}.encoding")
   ours = "; ".join(f"{n}: {e['adj_r2']:.3f}" for n, e in named)
   low = [n for n, e in named if e["adj_r2"] < 0.8]
   return ours, ", ".join(s["models"]), (
@@ -75,14 +85,16 @@ def encoding_real(s, cfg):
 
 
 def lowrank(s, cfg):
-  r = s["rows"]
+  r = records(s, "rows", need=("V", "D", "seed", "steps", "fall",
+                              "final_val_loss", "tokens_per_step"))
   return from_sentence(seed002.lowrank_verdict(r, cfg["lowrank"]["flat"]),
                         f"V = {r[0]['V']}, D = {min(x['D'] for x in r)}.."
                         f"{max(x['D'] for x in r)}, {r[0]['steps']} steps")
 
 
 def spamlang(s, cfg):
-  r = s["rows"]
+  r = records(s, "rows", need=("V", "lr", "steps", "final_val_loss",
+                              "accuracy"))
   return from_sentence(
       seed002.spamlang_verdict(r, cfg["spamlang"]["learned"]),
       f"V up to {max(x['V'] for x in r)}, "
@@ -90,26 +102,33 @@ def spamlang(s, cfg):
 
 
 def thesis(s, cfg):
-  r = s["runs"]
+  r = records(s, "runs", need=("final_val_loss",))
   return from_sentence(seed004.thesis_verdict(r), ", ".join(
       x["run"] for x in r) + f"; {r[0].get('tokens', '?')} tokens each")
 
 
 def frequency(s, cfg):
   f = s["frequency_llama"]
+  rows = records(f, "rows", need=("step", "adj_r2"), at="frequency_llama")
+  num(f, "V", at="frequency_llama")
+  for i, r in enumerate(rows):
+    if r.get("val_loss") is not None:  # None: not logged at that step.
+      num(r, "val_loss", at=f"frequency_llama.rows[{i}]")
   return from_sentence(seed003.frequency_verdict(f["rows"], f["V"]),
                         f"llama-like run, V = {f['V']}, "
                         f"{f['rows'][-1]['step']} steps")
 
 
 def encoding(s, cfg):
-  r2 = s["encoding"]["adj_r2"]
+  r2 = num(s, "encoding", "adj_r2")
   return (f"adj. R^2 {r2:.3f} (probe model, V = {s['encoding']['V']})",
           "a small trained GPT", SMALLER if r2 >= 0.8 else
           f"{DISAGREES}: below 0.8 on a small, briefly trained model")
 
 
 def sparsity(named):
+  for n, e in named:
+    num(e, "median_dim_abs_spearman", at=n)
   ours = "; ".join(f"{n}: median |Spearman| {e['median_dim_abs_spearman']:.2f}"
                    for n, e in named)
   return ours, "probe GPT and real LLMs; poorly = median below 0.2", \
@@ -121,6 +140,8 @@ def input_embeddings(named):
   named = [(n, e) for n, e in named if "adj_r2_input_embeddings" in e]
   if not named:
     return "-", "untied heads only", f"{NOT_RUN}: no untied subject"
+  for n, e in named:
+    num(e, "adj_r2_input_embeddings", at=n)
   ours = "; ".join(f"{n}: {e['adj_r2_input_embeddings']:.2f}"
                    for n, e in named)
   return ours, "untied heads only; below 0.5 disagrees", per_subject(
@@ -128,13 +149,28 @@ def input_embeddings(named):
        for n, e in named})
 
 
+def _numbers_at(p, key, name, indices) -> list:
+  """p[key], a list with finite numbers at `indices`."""
+  values = p[key]
+  if not isinstance(values, list):
+    raise TypeError(f"`{name}.{key}` is a {type(values).__name__}, not a "
+                    "list")
+  for i in indices:
+    finite(values[i], f"{name}.{key}[{i}]")
+  return values
+
+
 def removal(named):
   """Fig. 6: KL after removing 30 % / 50 % of the dimensions, saliency
   order vs adversarial; within 10 % of each other: cannot tell."""
   parts, verdicts = [], {}
   for n, p in named:
-    i30, i50 = p["ratios"].index(0.3), p["ratios"].index(0.5)
-    sal, adv = p["saliency"], p["adversarial"]
+    ratios = mapping(p, n)["ratios"]
+    if not isinstance(ratios, list) or not {0.3, 0.5} <= set(ratios):
+      raise Unread(f"`{n}.ratios` lacks 0.3 or 0.5")
+    i30, i50 = ratios.index(0.3), ratios.index(0.5)
+    sal, adv = (_numbers_at(p, k, n, (i30, i50))
+                for k in ("saliency", "adversarial"))
     parts.append(f"{n}: saliency {sal[i30]:.3g} / {sal[i50]:.3g}, "
                  f"adversarial {adv[i30]:.3g} / {adv[i50]:.3g}")
     ratio = min(adv[i30] / max(sal[i30], 1e-12),

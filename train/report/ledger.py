@@ -13,13 +13,15 @@ claims_training.py): its section and a function of that section's numbers
 
 from __future__ import annotations
 
+import os
 import re
 
 from absl import flags
 
+from bottleneck.io import hf
 from train.report import claims_seed001, claims_training
 from train.report.section import table
-from train.report.claim import NOT_RUN, Claim, probe_and_real
+from train.report.claim import NOT_RUN, Claim, Unread, probe_and_real
 # The verdict words, for callers that read rows (tests, notebooks).
 from train.report.claim import CANNOT, DISAGREES, REPRODUCED, SMALLER  # pylint: disable=unused-import
 
@@ -28,9 +30,40 @@ CLAIMS: tuple[Claim, ...] = claims_seed001.CLAIMS + claims_training.CLAIMS
 MULTI = claims_training.MULTI
 
 
-def rows(sections: dict, config: dict) -> list[dict]:
+class Malformed(ValueError):
+  """A section's field has a type the ledger cannot read: str() names the
+  section and the field, `why` the field alone."""
+
+  def __init__(self, where: str, why: str):
+    super().__init__(f"{where}: {why}")
+    self.why = why
+
+
+# What a claim's read raises on a field of the wrong type (KeyError: absent).
+_WRONG = (TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
+          StopIteration, RecursionError)
+
+
+def _read(read, args, where: str, strict: bool) -> tuple[str, str, str]:
+  """(ours, scale, verdict) of one claim: a missing, null or NaN number is
+  'not run' with the reason; a field of the wrong type raises Malformed
+  with `strict`, else is 'not run' too."""
+  try:
+    return read(*args)
+  except Unread as e:
+    return "-", "-", f"{NOT_RUN}: {e}"
+  except KeyError as e:
+    return "-", "-", f"{NOT_RUN}: {where} lacks {e} (older version)"
+  except _WRONG as e:
+    if strict:
+      raise Malformed(where, str(e)) from None
+    return "-", "-", f"{NOT_RUN}: {where} is malformed ({e})"
+
+
+def rows(sections: dict, config: dict, strict: bool = False) -> list[dict]:
   """The ledger of a report's sections (results.json's 'sections') under
-  its config (results.json's 'config')."""
+  its config (results.json's 'config'); a section the ledger cannot read
+  raises Malformed with `strict`, else is a 'not run' row saying why."""
   out = []
   for c in CLAIMS:
     row = {"paper": f"seed {c.paper}", "where": c.where, "paper_says": c.says}
@@ -38,24 +71,31 @@ def rows(sections: dict, config: dict) -> list[dict]:
       row.update(ours="-", scale="-", verdict=f"{NOT_RUN} (section "
                  f"`{c.section}` not in this report)")
     else:
-      try:
-        ours, scale, verdict = c.read(sections[c.section], config)
-      except (KeyError, IndexError, TypeError) as e:
-        ours, scale, verdict = "-", "-", (
-            f"{NOT_RUN}: section `{c.section}` lacks {e} (older version)")
-      row.update(ours=ours, scale=scale, verdict=verdict)
+      row.update(zip(("ours", "scale", "verdict"), _read(
+          c.read, (sections[c.section], config), f"section `{c.section}`",
+          strict)))
     out.append(row)
   for paper, where, says, key, read in MULTI:
     row = {"paper": f"seed {paper}", "where": where, "paper_says": says}
-    try:
-      named = probe_and_real(sections, key)
-      ours, scale, verdict = read(named) if named else (
-          "-", "-", f"{NOT_RUN} (sections `encoding`, `real_llm` not in "
-          "this report)")
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-      ours, scale, verdict = "-", "-", f"{NOT_RUN}: lacks {e} (older version)"
+    if not {"encoding", "real_llm"} & set(sections):
+      ours, scale, verdict = "-", "-", (
+          f"{NOT_RUN} (sections `encoding`, `real_llm` not in this report)")
+    else:
+      ours, scale, verdict = _read(
+          lambda: read(probe_and_real(sections, key)), (),
+          "sections `encoding` / `real_llm`", strict)
     out.append(dict(row, ours=ours, scale=scale, verdict=verdict))
   return out
+
+
+def problem(name: str, section, config: dict) -> str | None:
+  """Why the ledger cannot read one saved section (a field of the wrong
+  type, named), or None."""
+  try:
+    rows({name: section}, config, strict=True)
+  except Malformed as e:
+    return f"cannot be read by the ledger: {e.why}"
+  return None
 
 
 def markdown(ledger_rows: list[dict], scale: str) -> str:
@@ -71,27 +111,75 @@ def markdown(ledger_rows: list[dict], scale: str) -> str:
                                 "scale", "verdict"]))
 
 
+MAX_DEPTH = 64  # Nesting a results.json may have (a report's: about 10).
+
+
+def _depth(value) -> int:
+  """How deeply objects and lists nest in `value` (without recursion)."""
+  deepest, todo = 0, [(value, 1)]
+  while todo:
+    v, d = todo.pop()
+    if isinstance(v, (dict, list)):
+      deepest = max(deepest, d)
+      todo += [(x, d + 1) for x in (v.values() if isinstance(v, dict) else v)]
+  return deepest
+
+
+def read_results(path: str, fix: str) -> dict:
+  """A report's results.json, its structure checked (an object with a
+  'config' object naming its 'scale', a 'sections' object of objects, an
+  integer 'version' if any, at most MAX_DEPTH levels); anything else is one
+  ValueError naming the file and the field, ending with `fix`."""
+  def bad(what):
+    return ValueError(f"`outdir` {path!r} is not a report's results.json "
+                      f"({what}): {fix}")
+  try:
+    saved = hf.read_json(path, "outdir")
+  except RecursionError:
+    raise bad("nested deeper than Python's JSON reader allows") from None
+  except UnicodeDecodeError as e:
+    raise bad(f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+  except OSError as e:
+    raise bad(f"unreadable: {e.strerror}") from None
+  except ValueError as e:
+    raise ValueError(f"{e} {fix}") from None
+  if not isinstance(saved, dict):
+    raise bad(f"a JSON {type(saved).__name__}, not an object")
+  config, sections = saved.get("config"), saved.get("sections")
+  if not isinstance(config, dict) or not isinstance(sections, dict):
+    raise bad("no 'config' and 'sections' objects")
+  if not isinstance(config.get("scale"), str):
+    raise bad("'config' names no 'scale' string")
+  version = saved.get("version", 1)
+  if isinstance(version, bool) or not isinstance(version, int):
+    raise bad(f"'version' is a {type(version).__name__}, not an integer")
+  for name, section in sections.items():
+    if not isinstance(section, dict):
+      raise bad(f"section {name!r} is not an object")
+  if _depth(saved) > MAX_DEPTH:
+    raise bad(f"nested deeper than {MAX_DEPTH} levels")
+  return saved
+
+
 def from_folder(outdir: str) -> tuple[list[dict], str]:
   """(rows, scale) of the report in `outdir`; a folder without a report's
-  results.json, or one written before the ledger, is one error naming the
-  folder and what is missing."""
-  import os  # pylint: disable=g-import-not-at-top
-  from bottleneck.io import hf  # pylint: disable=g-import-not-at-top
+  results.json, one written before the ledger, or one with a field of the
+  wrong type is one error naming the file and the field."""
   path = os.path.join(outdir, "results.json")
   if not os.path.isfile(path):
     raise ValueError(f"`outdir` {outdir!r} holds no results.json (run "
                      "python -m train.report --outdir=... first).")
-  saved = hf.read_json(path, "outdir")
-  if not isinstance(saved, dict) or not isinstance(saved.get("sections"),
-                                                   dict):
-    raise ValueError(f"`outdir` {path!r} is not a report's results.json "
-                     "(no 'sections' object).")
+  saved = read_results(path, "run the report again into a new --outdir.")
   if saved.get("version", 1) < RESULTS_VERSION:
     raise ValueError(f"`outdir` {path!r} was written by an older version "
                      f"(no 'version' >= {RESULTS_VERSION}): its sections "
                      "predate the ledger; run the report again.")
-  config = saved.get("config") or {}
-  return rows(saved["sections"], config), config.get("scale", "?")
+  try:
+    ledger_rows = rows(saved["sections"], saved["config"], strict=True)
+  except Malformed as e:
+    raise ValueError(f"`outdir` {path!r}: {e}; re-run that section "
+                     "(python -m train.report --sections=...).") from None
+  return ledger_rows, saved["config"]["scale"]
 
 
 def main(argv):

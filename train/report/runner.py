@@ -2,18 +2,24 @@
 
 `run(config, outdir)` calls each section (a function (config, outdir) ->
 Section, one module per paper) and, after every section, rewrites
-report.md (text, tables, captioned figures; marked partial until the last
-section is done) and results.json (every number, each section's markdown),
-so a killed or interrupted run leaves a valid partial report. `only=[...]`
-re-runs those sections and keeps the others' results already in the
-folder. One overall progress line per event and at least every 10 s:
-section k/n, elapsed, an ETA from per-section estimates scaled by the time
-measured so far. One report per folder at a time (a lock).
+results.json (every number, each section's markdown) and report.md
+(text, tables, captioned figures; marked partial until the last section is
+done), so a killed or interrupted run leaves a valid partial report. Nothing
+is written before the first section is done, and a run merges with the
+report the folder holds: `only=[...]` re-runs those sections (all by
+default) and keeps the others. A folder holding a report of another scale,
+a results.json or report.md this project did not write, or a saved section
+of the wrong shape (one not re-run) is refused before any work, naming
+`--overwrite` (which replaces it). One overall progress line per event and
+at least every 10 s: section k/n, elapsed, an ETA from per-section
+estimates scaled by the time measured so far. One report per folder at a
+time (a lock).
 """
 
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import platform
 import subprocess
@@ -22,7 +28,7 @@ import threading
 import time
 from typing import NamedTuple
 
-from bottleneck.io import cli, hf, lock
+from bottleneck.io import cli, lock
 from train.report import (ledger, real_llm, seed001_bounds, seed001_lp,
                           seed001_trained, seed002, seed003, seed004)
 from train.report import section as section_lib
@@ -173,41 +179,76 @@ def _heartbeat(eta: Eta, stop: threading.Event) -> None:
     eta.say("running,")
 
 
-# A kept section's fields and their types (what `_write` reads).
-_SECTION_FIELDS = {"title": str, "markdown": str, "seconds": (int, float)}
+def _is_number(x) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool) and (
+      math.isfinite(x))
 
 
-def _load(outdir: str, scale: str) -> dict:
-  """Sections already in the folder (same scale), to keep on re-runs; a
-  results.json that is not a report's is an error naming the file and the
-  field, before any section runs."""
-  path = os.path.join(outdir, "results.json")
+def _time_problem(name: str, section: dict) -> str | None:
+  """Why `_write` or the time table cannot read a saved section, or None."""
+  for field in ("title", "markdown"):
+    if not isinstance(section.get(field), str):
+      return f"has no {field!r} of type str"
+  peak = section.get("peak_rss_gb_so_far")
+  if not _is_number(section.get("seconds")) or section["seconds"] < 0 or (
+      peak is not None and not _is_number(peak)):
+    return (f"has 'seconds' {section.get('seconds')!r} or "
+            f"'peak_rss_gb_so_far' {peak!r}, not numbers >= 0")
+  models = section.get("models", {}) if name == "real_llm" else {}
+  if not isinstance(models, dict):
+    return "has 'models' that is not an object"
+  for model, numbers in models.items():
+    seconds = numbers.get("seconds", {}) if isinstance(numbers, dict) else 0
+    if not (isinstance(seconds, dict) and all(map(_is_number,
+                                                   seconds.values()))):
+      return f"has 'models.{model}' without a 'seconds' object of numbers"
+  return None
+
+
+def _ours(report_md: str) -> bool:
+  """Whether report.md opens as this project's reports do."""
+  try:
+    with open(report_md, encoding="utf-8") as f:
+      return f.readline().startswith("# bottleneck report (")
+  except (OSError, UnicodeDecodeError):
+    return False
+
+
+def _load(outdir: str, scale: str, rerun=(), config: dict | None = None
+          ) -> dict:
+  """The sections of the folder's report, to merge with the ones this run
+  makes. Refused (ValueError naming the file, the field and --overwrite)
+  before any section runs: a results.json or report.md not a report's, a
+  report of another scale, a section `_write` or the ledger cannot read
+  (under `config`, default the saved one) unless `rerun` names it (then it
+  is left out: this run replaces it)."""
+  path, md = (os.path.join(outdir, f) for f in ("results.json", "report.md"))
+  fix = "give a new --outdir, or --overwrite to replace it."
   if not os.path.isfile(path):
+    if os.path.exists(md):
+      raise ValueError(f"`outdir` {outdir!r} holds a report.md but no "
+                       f"results.json (not this project's report): {fix}")
     return {}
-  saved = hf.read_json(path, "outdir")
-
-  def bad(what):
-    return ValueError(f"`outdir` {path!r} is not a report's results.json "
-                      f"({what}): move it away, or give a new --outdir.")
-
-  if not isinstance(saved, dict):
-    raise bad(f"a JSON {type(saved).__name__}, not an object")
-  config, sections = saved.get("config"), saved.get("sections")
-  if not isinstance(config, dict) or not isinstance(sections, dict):
-    raise bad("no 'config' and 'sections' objects")
-  if config.get("scale") != scale:
-    return {}
+  saved = ledger.read_results(path, fix)
+  if os.path.exists(md) and not _ours(md):
+    raise ValueError(f"`outdir` {md!r} was not written by this project (it "
+                     f"does not open with '# bottleneck report'): {fix}")
+  if saved["config"]["scale"] != scale:
+    raise ValueError(
+        f"`outdir` {outdir!r} holds a report at scale "
+        f"{saved['config']['scale']!r}, not {scale!r}: its sections would be "
+        f"dropped; give a new --outdir (the default at {scale}: "
+        f"{default_outdir(scale)!r}), or --overwrite to replace it.")
   kept = {}
-  for name, section in sections.items():
-    if name not in SECTIONS:
-      continue
-    if not isinstance(section, dict):
-      raise bad(f"section {name!r} is not an object")
-    for field, kind in _SECTION_FIELDS.items():
-      if not isinstance(section.get(field), kind):
-        raise bad(f"section {name!r} has no {field!r} of type "
-                  f"{kind.__name__ if isinstance(kind, type) else 'number'}")
-    kept[name] = section
+  for name, section in saved["sections"].items():
+    why = (_time_problem(name, section) or ledger.problem(
+        name, section, config or saved["config"])) if name in SECTIONS else None
+    if why and name not in rerun:
+      raise ValueError(f"`outdir` {path!r} is not a report's results.json "
+                       f"(section {name!r} {why}): re-run it with "
+                       f"--sections={name}, or --overwrite to replace it.")
+    if not why:
+      kept[name] = section
   return kept
 
 
@@ -230,11 +271,12 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
                     f" s{_peak(sections[n])}._" for n in order]
   if order:
     parts.append(_costs(sections, order, config.scale))
-  for name, text in (("report.md", "\n\n".join(parts) + "\n"),
-                     ("results.json", cli.to_json(
-                         {"version": ledger.RESULTS_VERSION,
-                          "environment": env, "config": config.to_dict(),
-                          "state": state, "sections": sections}) + "\n")):
+  for name, text in (("results.json", cli.to_json(
+      {"version": ledger.RESULTS_VERSION, "environment": env,
+       "config": config.to_dict(), "state": state, "sections": {
+           n: sections[n] for n in order + [n for n in sections
+                                            if n not in SECTIONS]}})
+                       + "\n"), ("report.md", "\n\n".join(parts) + "\n")):
     cli.write_atomic(os.path.join(outdir, name), text)  # Never half a file.
 
 
@@ -250,7 +292,7 @@ def _costs(sections: dict, order, scale: str) -> str:
   rows = ["| section | seconds | share | peak RSS so far (GB) |",
           "|---|---|---|---|"] + [
               f"| {n} | {sections[n]['seconds']:.0f} | "
-              f"{sections[n]['seconds'] / total:.0%} | "
+              f"{sections[n]['seconds'] / total if total else 0:.0%} | "
               f"{sections[n].get('peak_rss_gb_so_far', '-')} |"
               for n in order]
   text = [f"## Time and memory\n\n{len(order)} sections in "
@@ -281,14 +323,28 @@ def _peak(section: dict) -> str:
   return "" if gb is None else f"; the process's peak RSS so far {gb:.2f} GB"
 
 
-def run(config, outdir: str, only: list[str] | None = None) -> dict:
-  """Runs the selected sections; rewrites report.md and results.json after
-  each. Ctrl-C writes the partial report and exits with status 130."""
+def _state(sections: dict, names, done) -> str:
+  """'complete', or this run's sections written so far and those still to
+  run (the folder's earlier results of them shown until then)."""
+  left = [n for n in names if n not in done]
+  if not left and all(n in sections for n in SECTIONS):
+    return "complete"
+  return "sections run: " + ", ".join(done) + (
+      f"; still to run: {', '.join(left)}" if left else "")
+
+
+def run(config, outdir: str, only: list[str] | None = None,
+        overwrite: bool = False) -> dict:
+  """Runs the selected sections, merged with the folder's report (none with
+  `overwrite`); rewrites results.json and report.md after each, never
+  before the first is done. Ctrl-C writes the partial report (if a section
+  is done) and exits with status 130."""
   names = check_sections(only)
   cli.writable_dir("outdir", outdir)
   with lock.FolderLock(outdir, "report.lock", "outdir"):
+    sections = {} if overwrite else _load(outdir, config.scale, names,
+                                          config.to_dict())
     env = environment()
-    sections = _load(outdir, config.scale) if only is not None else {}
     eta = Eta(names, config.scale)
     sys.stderr.write(f"[report] {len(names)} section(s) at scale "
                      f"{config.scale} into {outdir}/: estimated "
@@ -296,6 +352,7 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(eta, stop), daemon=True)
     beat.start()
+    done = []
     with section_lib.progress_to(eta.section_progress):
       try:
         for name in names:
@@ -309,16 +366,21 @@ def run(config, outdir: str, only: list[str] | None = None) -> dict:
           sections[name] = dict(section.numbers, seconds=seconds,
                                 peak_rss_gb_so_far=round(peak_gb, 2),
                                 title=section.title, markdown=section.body)
-          state = ("complete" if all(n in sections for n in SECTIONS) else
-                   "sections run: " + ", ".join(names))
-          _write(outdir, config, env, sections, state)
+          done.append(name)
+          _write(outdir, config, env, sections, _state(sections, names, done))
           eta.say(f"wrote {name} ({seconds:.0f} s, peak RSS so far "
                   f"{peak_gb:.1f} GB),")
-      except KeyboardInterrupt:
-        _write(outdir, config, env, sections, "interrupted")
-        sys.stderr.write(f"interrupted; partial report written to "
-                         f"{outdir}/report.md ({len(sections)} of "
-                         f"{len(SECTIONS)} sections)\n")
+      except (KeyboardInterrupt, SystemExit) as e:
+        if isinstance(e, SystemExit) and e.code != 130:
+          raise  # 130: a trainer that stopped on Ctrl-C (its own line said).
+        if done:
+          _write(outdir, config, env, sections,
+                 "interrupted; " + _state(sections, names, done))
+        sys.stderr.write(
+            f"interrupted; partial report written to {outdir}/report.md "
+            f"({len(sections)} of {len(SECTIONS)} sections)\n" if done else
+            f"interrupted before the first section was done; {outdir}/ "
+            "left as it was\n")
         raise SystemExit(130) from None
       finally:
         stop.set()

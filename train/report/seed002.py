@@ -33,7 +33,7 @@ def gradient_bottleneck(config, outdir: str) -> Section:
                                            rank_tokens=c.rank_tokens)
     numbers[subject.name] = out
     rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
-                 "D": subject.cfg.n_embd, "D_over_V": out["D_over_V"],
+                 "D": out["D"], "D_over_V": out["D_over_V"],
                  "tokens": out["tokens"], "norm_ratio": out["norm_ratio"],
                  "squared_ratio": out["squared_ratio"],
                  "mean_cosine": out["mean_cosine"]})

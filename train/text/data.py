@@ -191,19 +191,22 @@ def _encode_docs(docs, tokenizer, path, dtype):
   os.replace(tmp, path)  # Atomic: a killed run leaves no half shard.
 
 
-def _cached_meta(meta_path: str, key: str) -> dict | None:
+def _cached_meta(meta_path: str, key: str, dtype: str) -> dict | None:
   """The cache entry's meta.json if it is whole and was built for `key`
-  (its splits present with the sizes it records), else None."""
+  (its splits, the files beside it, present with the sizes it records in
+  `dtype`, the vocabulary's: prepare.shard_dtype), else None."""
+  folder = os.path.dirname(meta_path)
+  paths = {s: os.path.join(folder, f"{s}.bin") for s in ("train", "val")}
   try:
     with open(meta_path) as f:
       meta = json.load(f)
-    itemsize = np.dtype(meta["dtype"]).itemsize
-    whole = meta["key"] == key and all(
-        os.path.getsize(meta[s]) == meta["tokens"][s] * itemsize
-        for s in ("train", "val"))
-  except (OSError, ValueError, KeyError, TypeError):
+    whole = meta["key"] == key and meta["dtype"] == dtype and all(
+        isinstance(meta["tokens"][s], int) and
+        os.path.getsize(p) == meta["tokens"][s] * np.dtype(dtype).itemsize
+        for s, p in paths.items())
+  except (OSError, ValueError, KeyError, TypeError, RecursionError):
     return None
-  return meta if whole else None
+  return dict(meta, **paths) if whole else None
 
 
 def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
@@ -222,12 +225,12 @@ def build_shards(cfg_data, tokenizer: tokenizers.Tokenizer) -> dict:
                  "tokenizer": tokenizer.digest})
   folder = os.path.join(cache_root(cfg_data), "tokens", key[:16])
   meta_path = os.path.join(folder, "meta.json")
-  meta = _cached_meta(meta_path, key)
+  dtype = np.dtype(prepare.shard_dtype(tokenizer.vocab_size))
+  meta = _cached_meta(meta_path, key, dtype.name)
   if meta is not None:
     return meta
   train_docs, val_docs, files = _documents(cfg_data)
   os.makedirs(folder, exist_ok=True)
-  dtype = np.uint16 if tokenizer.vocab_size <= 65535 else np.uint32
   paths = {s: os.path.join(folder, f"{s}.bin") for s in ("train", "val")}
   if train_docs is None:  # One text stream: the last val_fraction is val.
     everything = f"{paths['train']}.all{os.getpid()}"

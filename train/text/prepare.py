@@ -3,95 +3,85 @@
 
   python -m train.prepare --input=/data/TinyStories --tokenizer=gpt2 \
       --outdir=/data/tinystories_gpt2
-  python -m train.prepare --input='/data/fineweb-edu/*.parquet' \
-      --tokenizer=smollm2 --outdir=/data/fineweb_smollm2
+  python -m train.prepare --input=/data/fineweb-edu --tokenizer=smollm2 \
+      --outdir=/data/fineweb_smollm2
 
-Documents, files in sorted order, streamed (never all in memory):
-  .txt      separated by <|endoftext|> (TinyStories' files); a file without
-            one is one document;
-  .jsonl    one JSON object per line, its `field` (default 'text');
-  .parquet  its `field` column (FineWeb-Edu), read in record batches
-            (needs pyarrow).
-Every `val_every`-th document goes to val.bin, the others to train.bin,
-each followed by the tokenizer's end-of-text id. meta.json records the
-tokenizer's digest (Tokenizer.digest): a run whose tokenizer differs is
-refused, as is a folder that is not a finished preparation.
+The documents of .txt / .jsonl / .parquet files (train/text/documents.py:
+`input` taken literally, links followed once, every document streamed in
+pieces of at most documents.PIECE_CHARS characters, never a file or a
+document encoded whole). Every `val_every`-th document goes to val.bin,
+the others to train.bin, each followed by the tokenizer's end-of-text id,
+as SHARD_DTYPE of the vocabulary size. meta.json records the tokenizer's
+digest (Tokenizer.digest), the dtype, each shard's token count and sha256:
+`read` refuses a run whose tokenizer differs, and a folder whose shards
+disagree with meta.json (size, dtype, bytes) or that is no finished
+preparation.
 """
 
 from __future__ import annotations
 
-import glob
+import hashlib
 import json
 import os
-from typing import Iterator
+import sys
 
 import numpy as np
 
-from bottleneck.io import cli, lock
-from train.text import tokenizers
+from bottleneck.io import cli, lock, zoo
+from train.text import documents, tokenizers
 
-SUFFIXES = (".txt", ".jsonl", ".parquet")
-BATCH_DOCS = 1024  # Documents encoded at a time.
-
-
-def input_files(spec: str) -> list[str]:
-  """The files of a folder (recursively), a file, or a glob, with a
-  supported suffix, sorted."""
-  if os.path.isdir(spec):
-    found = glob.glob(os.path.join(spec, "**", "*"), recursive=True)
-  else:
-    found = glob.glob(spec)
-  files = sorted(f for f in found if os.path.isfile(f) and f.endswith(
-      SUFFIXES))
-  if not files:
-    raise ValueError(f"`input` {spec!r} holds no {'/'.join(SUFFIXES)} "
-                     "files.")
-  return files
+SPLITS = ("train", "val")
+BATCH_PIECES = 1024  # Pieces encoded at a time, at most, and at most
+BATCH_CHARS = 1 << 20  # this many characters (the `tokenizers` library
+# holds some 150 bytes a character while it encodes).
 
 
-def documents(path: str, field: str = "text") -> Iterator[str]:
-  """The non-empty documents of one file (module docstring)."""
-  if path.endswith(".txt"):
-    with open(path, encoding="utf-8", errors="strict") as f:
-      try:
-        text = f.read()
-      except UnicodeDecodeError as e:
-        raise ValueError(f"`input` {path!r} is not UTF-8 text (byte "
-                         f"{e.start}).") from None
-    yield from (d.strip() for d in text.split(tokenizers.EOT) if d.strip())
-  elif path.endswith(".jsonl"):
-    with open(path, encoding="utf-8") as f:
-      for number, line in enumerate(f, start=1):
-        if not line.strip():
-          continue
-        try:
-          row = json.loads(line)
-        except ValueError as e:
-          raise ValueError(f"`input` {path!r} line {number} is not JSON "
-                           f"({e}).") from None
-        text = row.get(field) if isinstance(row, dict) else None
-        if not isinstance(text, str):
-          raise ValueError(f"`input` {path!r} line {number} has no string "
-                           f"field {field!r} (--field).")
-        if text.strip():
-          yield text
-  else:
-    try:
-      import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-    except ImportError:
-      raise ValueError("reading .parquet files needs pyarrow (pip install "
-                       "pyarrow).") from None
-    try:
-      table = pq.ParquetFile(path)
-      if field not in table.schema_arrow.names:
-        raise ValueError(f"`input` {path!r} has no column {field!r} "
-                         f"(--field); it has {table.schema_arrow.names}.")
-      for batch in table.iter_batches(columns=[field], batch_size=4096):
-        yield from (t for t in batch.column(0).to_pylist() if t and
-                    t.strip())
-    except (OSError, pq.lib.ArrowException) as e:
-      raise ValueError(f"`input` {path!r} is not a readable parquet file: "
-                       f"{e}.") from None
+def shard_dtype(vocab_size: int) -> str:
+  """The dtype of a vocabulary's token shards (what prepare writes)."""
+  return "uint16" if vocab_size <= 65535 else "uint32"
+
+
+class _Shards:
+  """Appends documents, given as pieces, to the train / val shard files,
+  hashing what it writes; every `val_every`-th document goes to val."""
+
+  def __init__(self, paths: dict, tok: tokenizers.Tokenizer, val_every: int):
+    self.tok, self.val_every = tok, val_every
+    self.dtype = shard_dtype(tok.vocab_size)
+    self.outs = {s: open(p, "wb") for s, p in paths.items()}
+    self.sha = {s: hashlib.sha256() for s in paths}
+    self.tokens, self.docs = dict.fromkeys(paths, 0), 0
+    self.pending, self.chars = [], 0
+
+  def add(self, piece: str, last: bool) -> None:
+    self.pending.append((piece, last))
+    self.chars += len(piece)
+    if len(self.pending) >= BATCH_PIECES or self.chars >= BATCH_CHARS:
+      self.flush()
+
+  def flush(self) -> None:
+    """Encodes the pending pieces and appends them to their splits."""
+    texts = [p for p, _ in self.pending if p]
+    encoded = iter(self.tok.encode_many(texts) if texts else [])
+    ids = {s: [] for s in SPLITS}
+    for piece, last in self.pending:
+      split = ("val" if self.docs % self.val_every == self.val_every - 1
+               else "train")
+      if piece:
+        ids[split].extend(next(encoded))
+      if last:
+        ids[split].append(self.tok.eot_id)
+        self.docs += 1
+    for split, part in ids.items():
+      data = np.asarray(part, self.dtype).tobytes()
+      self.outs[split].write(data)
+      self.sha[split].update(data)
+      self.tokens[split] += len(part)
+    self.pending, self.chars = [], 0
+
+  def close(self) -> None:
+    for f in self.outs.values():
+      f.close()
 
 
 def prepare(spec: str, tok: tokenizers.Tokenizer, outdir: str,
@@ -100,79 +90,122 @@ def prepare(spec: str, tok: tokenizers.Tokenizer, outdir: str,
   returns the meta. `progress(files_done, files)`."""
   if val_every < 2:
     raise ValueError(f"`val_every` must be >= 2; got {val_every}.")
-  files = input_files(spec)
+  files, skipped = documents.input_files(spec)
+  digest = tok.digest  # A tokenizer without a definition: before any work.
   cli.writable_dir("outdir", outdir)
   if os.path.exists(os.path.join(outdir, "meta.json")):
     raise ValueError(f"`outdir` {outdir!r} holds a preparation already: "
                      "give a new folder.")
-  dtype = np.uint16 if tok.vocab_size <= 65535 else np.uint32
+  if skipped:
+    print(f"note: `input` {spec!r}: {len(skipped)} link(s) lead to a folder "
+          f"or file read already, or nowhere; skipped (each file is read "
+          f"once): {', '.join(map(repr, skipped[:5]))}"
+          f"{' ...' if len(skipped) > 5 else ''}", file=sys.stderr)
   with lock.FolderLock(outdir, "prepare.lock", "outdir"):
-    tmp = {s: os.path.join(outdir, f".{s}.bin.tmp") for s in ("train", "val")}
-    outs = {s: open(p, "wb") for s, p in tmp.items()}
-    counts, docs = {"train": 0, "val": 0}, 0
+    tmp = {s: os.path.join(outdir, f".{s}.bin.tmp") for s in SPLITS}
+    shards = _Shards(tmp, tok, val_every)
     try:
       for k, path in enumerate(files):
-        pending = []
-        for text in documents(path, field):
-          pending.append(text)
-          if len(pending) == BATCH_DOCS:
-            docs = _write(pending, docs, tok, outs, counts, val_every, dtype)
-            pending = []
-        docs = _write(pending, docs, tok, outs, counts, val_every, dtype)
+        for piece, last in documents.pieces(path, field):
+          shards.add(piece, last)
+        shards.flush()
         if progress:
           progress(k + 1, len(files))
-    finally:
-      for f in outs.values():
-        f.close()
-    if not counts["train"] or not counts["val"]:
-      raise ValueError(f"`input` {spec!r}: {docs} document(s), too few for "
-                       f"a validation split of every {val_every}th.")
+      shards.close()
+      if not shards.tokens["train"] or not shards.tokens["val"]:
+        raise ValueError(f"`input` {spec!r}: {shards.docs} document(s), "
+                         f"too few for a validation split of every "
+                         f"{val_every}th.")
+    except BaseException:
+      shards.close()
+      for path in tmp.values():
+        os.remove(path)  # No half shard left behind.
+      raise
     for split, path in tmp.items():
       os.replace(path, os.path.join(outdir, f"{split}.bin"))
-    meta = {"train": os.path.join(os.path.abspath(outdir), "train.bin"),
-            "val": os.path.join(os.path.abspath(outdir), "val.bin"),
-            "dtype": np.dtype(dtype).name, "tokens": counts,
-            "documents": docs, "tokenizer": tok.name,
-            "tokenizer_digest": tok.digest, "vocab_size": tok.vocab_size,
+    meta = {**{s: os.path.join(os.path.abspath(outdir), f"{s}.bin")
+               for s in SPLITS},
+            "dtype": shards.dtype, "tokens": shards.tokens,
+            "sha256": {s: h.hexdigest() for s, h in shards.sha.items()},
+            "documents": shards.docs, "tokenizer": tok.name,
+            "tokenizer_digest": digest, "vocab_size": tok.vocab_size,
             "input": spec, "files": len(files), "val_every": val_every}
     cli.write_atomic(os.path.join(outdir, "meta.json"), json.dumps(meta))
   return meta
 
 
-def _write(texts, docs, tok, outs, counts, val_every, dtype) -> int:
-  """Encodes a batch of documents and appends each to its split."""
-  for ids in tok.encode_many(texts):
-    split = "val" if docs % val_every == val_every - 1 else "train"
-    ids = np.asarray(ids + [tok.eot_id], dtype)
-    outs[split].write(ids.tobytes())
-    counts[split] += ids.size
-    docs += 1
-  return docs
-
-
 def read(folder: str, tok: tokenizers.Tokenizer) -> dict:
   """The meta of a finished preparation, checked against the run's
-  tokenizer and the shard files' sizes."""
+  tokenizer and the shard files (check_shards)."""
   path = os.path.join(folder, "meta.json")
   if not os.path.isfile(path):
     raise ValueError(f"`data.path` {folder!r} is not a prepared folder (no "
                      "meta.json: python -m train.prepare writes one).")
   try:
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
       meta = json.load(f)
-    size = np.dtype(meta["dtype"]).itemsize
-    whole = all(os.path.getsize(os.path.join(folder, f"{s}.bin")) ==
-                meta["tokens"][s] * size for s in ("train", "val"))
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise ValueError(f"`data.path` {folder!r}: meta.json or a shard is "
-                     f"unreadable ({e}).") from None
-  if not whole:
-    raise ValueError(f"`data.path` {folder!r}: a shard's size disagrees "
-                     "with meta.json (cut short?): prepare it again.")
+  except (OSError, ValueError, RecursionError) as e:
+    raise ValueError(f"`data.path` {folder!r}: meta.json is unreadable "
+                     f"({e}).") from None
+  if not isinstance(meta, dict):
+    raise ValueError(f"`data.path` {folder!r}: meta.json is not a JSON "
+                     "object: prepare it again.")
   if meta.get("tokenizer_digest") != tok.digest:
     raise ValueError(f"`data.path` {folder!r} was prepared with tokenizer "
                      f"{meta.get('tokenizer')!r}; `data.tokenizer` "
                      f"{tok.name!r} is another: prepare it again with that "
                      "tokenizer.")
-  return dict(meta, train=os.path.join(folder, "train.bin"),
-              val=os.path.join(folder, "val.bin"))
+  check_shards(folder, meta, tok.vocab_size)
+  return dict(meta, **{s: os.path.join(folder, f"{s}.bin") for s in SPLITS})
+
+
+def check_shards(folder: str, meta: dict, vocab_size: int) -> None:
+  """meta.json's vocab_size, dtype, token counts and sha256 against the
+  tokenizer and the shard files: one ValueError naming the field."""
+  bad = lambda field, why: ValueError(
+      f"`data.path` {folder!r}: {os.path.join(folder, 'meta.json')}'s "
+      f"`{field}` {why}: prepare the folder again.")
+  if meta.get("vocab_size") != vocab_size:
+    raise bad("vocab_size", f"is {meta.get('vocab_size')!r}, the "
+              f"tokenizer's is {vocab_size}")
+  dtype = shard_dtype(vocab_size)
+  if meta.get("dtype") != dtype:
+    raise bad("dtype", f"is {meta.get('dtype')!r}; shards of a "
+              f"{vocab_size}-token vocabulary are {dtype} (uint16 up to "
+              "65535 tokens, uint32 above)")
+  tokens, sha = meta.get("tokens"), meta.get("sha256")
+  for split in SPLITS:
+    n = tokens.get(split) if isinstance(tokens, dict) else None
+    if type(n) is not int or n < 1:  # pylint: disable=unidiomatic-typecheck
+      raise bad(f"tokens.{split}", f"is {n!r}, not a positive integer")
+    shard = os.path.join(folder, f"{split}.bin")
+    try:
+      size = os.path.getsize(shard)
+    except OSError as e:
+      raise bad(f"tokens.{split}", f"counts {split}.bin, which cannot be "
+                f"read ({e.strerror})") from None
+    itemsize = np.dtype(dtype).itemsize
+    if size != n * itemsize:
+      raise bad(f"tokens.{split}", f"is {n} ({n * itemsize} bytes of "
+                f"{dtype}); {split}.bin holds {size} bytes (cut short, or "
+                "meta.json edited)")
+    want = sha.get(split) if isinstance(sha, dict) else None
+    if want is None:
+      raise bad(f"sha256.{split}", "is missing (prepared before shards "
+                "carried a digest)")
+    if _sha256(shard) != want:
+      raise bad(f"sha256.{split}", f"disagrees with {split}.bin's bytes "
+                "(the shard changed after preparation)")
+
+
+_VERIFIED: dict = {}  # (path, inode, size, mtime, ctime) -> sha256.
+
+
+def _sha256(path: str) -> str:
+  """zoo.sha256, once per process for a file that has not changed."""
+  st = os.stat(path)
+  key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns,
+         st.st_ctime_ns)
+  if key not in _VERIFIED:
+    _VERIFIED[key] = zoo.sha256(path)
+  return _VERIFIED[key]

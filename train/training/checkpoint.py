@@ -1,21 +1,25 @@
 """Checkpoints (orbax CheckpointManager) and the workdir's config contract.
 
-A run's workdir holds config.json (written once its first checkpoint
-exists), checkpoints/<step>/{state, data} and, while a trainer runs, a lock
-file naming its process. Restarting with the same command resumes
+A run's workdir holds config.json and tokens.json (written, atomically,
+just before its first checkpoint: a step never exists without them),
+checkpoints/<step>/{state, data, sha256.json} and, while a trainer runs, a
+lock file naming its process. Restarting with the same command resumes
 from the newest finished checkpoint; orbax writes each one to a temporary
 folder and renames it when complete, so a killed run leaves only finished
-checkpoints behind. A checkpoint that cannot be restored is moved aside
-and the previous one restored (one warning line); none restorable, or a
-workdir made with a different model or data, is an error: never a silent
-fresh start.
+checkpoints behind, and each gets a manifest of its files' sha256
+(train/training/integrity.py) once finished. A checkpoint that fails its
+manifest or cannot be restored is moved aside and the previous one
+restored (one warning line); none restorable, or a workdir made with a
+different model, data or seed (the field named), is an error: never a
+silent fresh start. orbax's own logs and its threads' tracebacks are kept
+off the terminal: a failed save is one error line (CheckpointError).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import re
 import sys
 import warnings
 
@@ -23,6 +27,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from bottleneck.io import cli, hf, lock
+from train.training import integrity
 
 # Config entries that must match to resume (the rest, e.g. steps, may
 # change): the model, and everything that changes the token stream.
@@ -37,15 +42,22 @@ class CheckpointError(ValueError):
 
 
 _ABANDONED_READ = "_read_array_index_and_device_put"  # orbax's coroutine.
+_ORBAX = os.sep + "orbax" + os.sep
 
 
-def _quiet_abandoned_reads() -> None:
-  """When a restore fails, orbax abandons its other reads in flight: each
-  then reports as an unraisable exception (the coroutine's own error, or
-  'Event loop is closed' from tensorstore's callback), a 'never awaited'
-  warning or an asyncio log: thousands of lines after the one error that
-  matters. Those are dropped (installed once, before restores); any other
-  unraisable exception still reaches the default hook."""
+def _from_orbax(record: logging.LogRecord) -> bool:
+  return _ORBAX in (record.pathname or "")
+
+
+def _quiet_orbax() -> None:
+  """Keeps orbax's noise off the terminal (installed once, when a
+  Checkpointer is made): its absl log lines (a failed save logs each of its
+  threads' tracebacks) and, when a save or restore fails, its abandoned
+  reads and writes in flight: each then reports as an unraisable exception
+  (the coroutine's own error, or 'Event loop is closed' from tensorstore's
+  callback), a 'never awaited' warning or an asyncio log: hundreds of lines
+  around the one error that matters, which the Checkpointer raises itself.
+  Any other unraisable exception still reaches the default hook."""
   if getattr(sys.unraisablehook, "quiet_reads", False):
     return
   default = sys.unraisablehook
@@ -62,6 +74,7 @@ def _quiet_abandoned_reads() -> None:
   sys.unraisablehook = hook
   warnings.filterwarnings("ignore", message=f"coroutine '{_ABANDONED_READ}'")
   logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+  logging.getLogger("absl").addFilter(lambda r: not _from_orbax(r))
 
 
 def _get(cfg: dict, dotted: str):
@@ -70,49 +83,82 @@ def _get(cfg: dict, dotted: str):
   return cfg
 
 
+def first_difference(saved, new, key: str) -> tuple | None:
+  """(dotted field, saved value, new value) of the first field where two
+  config values differ (descending into dicts), None if they are equal."""
+  if isinstance(saved, dict) and isinstance(new, dict):
+    for k in sorted(set(saved) | set(new)):
+      diff = first_difference(saved.get(k), new.get(k), f"{key}.{k}")
+      if diff:
+        return diff
+    return None
+  return None if saved == new else (key, saved, new)
+
+
+def finished_steps(workdir: str) -> list[int]:
+  """Steps of the finished checkpoints in a workdir (orbax renames a
+  checkpoint's folder to its step only when complete)."""
+  folder = os.path.join(workdir, "checkpoints")
+  names = os.listdir(folder) if os.path.isdir(folder) else []
+  return sorted(int(n) for n in names
+                if n.isdigit() and os.path.isdir(os.path.join(folder, n)))
+
+
 def check_workdir(workdir: str, config_dict: dict) -> None:
-  """Checks that an existing config.json is compatible with this run."""
+  """Checks that a workdir's checkpoints may be resumed by this run: its
+  config.json agrees on every COMPATIBLE_KEYS field (an error names the
+  first that differs). A workdir without checkpoints has nothing to
+  resume; its config.json is rewritten at the first checkpoint."""
   cli.writable_dir("workdir", workdir)
   path = os.path.join(workdir, "config.json")
-  if os.path.isfile(path):
-    saved = hf.read_json(path, "workdir")
-    if isinstance(saved, dict) and isinstance(saved.get("model"), dict):
-      # A field a run predates had its default's behaviour.
-      from configs import base  # pylint: disable=g-import-not-at-top
-      saved["model"] = {**base.get_config().model.to_dict(),
-                        **saved["model"]}
-    for key in COMPATIBLE_KEYS:
-      if _get(saved, key) != _get(config_dict, key):
-        raise CheckpointError(
-            f"workdir {workdir!r} was created with {key}="
-            f"{_get(saved, key)!r}, this run has {_get(config_dict, key)!r}: "
-            "incompatible. Use a new --workdir (or the original config).")
-
-
-def write_config(workdir: str, config_dict: dict,
-                 token_counts: dict | None = None) -> None:
-  """config.json (and tokens.json: the token cache's size per split),
-  atomically, once the first checkpoint exists."""
-  for name, obj in (("tokens.json", token_counts),
-                    ("config.json", config_dict)):
-    if obj is None:
-      continue
-    path = os.path.join(workdir, name)
-    with open(path + ".tmp", "w") as f:
-      json.dump(obj, f, indent=1, sort_keys=True)
-    os.replace(path + ".tmp", path)
-
-
-def check_tokens(workdir: str, token_counts: dict | None) -> None:
-  """A resumed run must read the same token stream it started on."""
-  path = os.path.join(workdir, "tokens.json")
-  if token_counts is None or not os.path.isfile(path):
+  steps = finished_steps(workdir)
+  if steps and not os.path.isfile(path):
+    raise CheckpointError(
+        f"workdir {workdir!r} holds checkpoints {steps} but no config.json: "
+        "this run cannot be checked against the one that wrote them. Put "
+        "its config.json back, or use a new --workdir.")
+  if not steps:
     return
   saved = hf.read_json(path, "workdir")
-  if saved != token_counts:
+  if not isinstance(saved, dict):
+    raise CheckpointError(f"workdir {workdir!r}: {path} is not a JSON "
+                          "object (a run's config): use a new --workdir.")
+  if isinstance(saved.get("model"), dict):
+    # A field a run predates had its default's behaviour.
+    from configs import base  # pylint: disable=g-import-not-at-top
+    saved["model"] = {**base.get_config().model.to_dict(),
+                      **saved["model"]}
+  for key in COMPATIBLE_KEYS:
+    diff = first_difference(_get(saved, key), _get(config_dict, key), key)
+    if diff:
+      field, was, now = diff
+      raise CheckpointError(
+          f"workdir {workdir!r} was created with {field}={was!r}, this run "
+          f"has {field}={now!r}: incompatible. Use a new --workdir (or the "
+          "original config).")
+
+
+def write_config(workdir: str, config_dict: dict, streams: dict | None = None
+                 ) -> None:
+  """config.json and tokens.json (the token stream's size and sha256 per
+  split: integrity.token_record), each atomically; called before the first
+  checkpoint is saved."""
+  tokens = integrity.token_record(streams)
+  if tokens is not None:
+    integrity.write_json(os.path.join(workdir, "tokens.json"), tokens)
+  integrity.write_json(os.path.join(workdir, "config.json"), config_dict)
+
+
+def check_tokens(workdir: str, streams: dict | None) -> None:
+  """A resumed run must read the same token stream it started on: the
+  same size and, where tokens.json records them, the same bytes."""
+  path = os.path.join(workdir, "tokens.json")
+  if streams is None or not os.path.isfile(path):
+    return
+  mismatch = integrity.token_mismatch(hf.read_json(path, "workdir"), streams)
+  if mismatch:
     raise CheckpointError(
-        f"workdir {workdir!r} was trained on a token cache of {saved} "
-        f"tokens; this run's cache has {token_counts}: the corpus or its "
+        f"workdir {workdir!r} was trained on {mismatch}: the corpus or its "
         "tokenisation changed. Use a new --workdir (or the original data).")
 
 
@@ -124,14 +170,42 @@ class WorkdirLock(lock.FolderLock):
     super().__init__(workdir, LOCK, "workdir", CheckpointError)
 
 
+def _os_error(e: Exception) -> str:
+  """The operating system's words for an orbax / tensorstore failure
+  ('No space left on device'), else its first line."""
+  code = re.search(r"os_error_code='(\d+)'", str(e))
+  if code:
+    return os.strerror(int(code.group(1)))
+  if isinstance(e, OSError) and e.strerror:
+    return e.strerror
+  first = (str(e).strip().splitlines() or [""])[0]
+  return f"{type(e).__name__}: {first.split('. See full TensorStore')[0][:200]}"
+
+
+def aside_path(folder: str, step: int) -> str:
+  """A free name for a bad checkpoint of `step` under `folder` (created):
+  <step>, else <step>.1, <step>.2, ... (a step moved aside before)."""
+  os.makedirs(folder, exist_ok=True)
+  name, n = str(step), 0
+  while os.path.exists(os.path.join(folder, name)):
+    n += 1
+    name = f"{step}.{n}"
+  return os.path.join(folder, name)
+
+
 class Checkpointer:
-  """Keep-N, optionally asynchronous checkpoints of (train state, data)."""
+  """Keep-N, optionally asynchronous checkpoints of (train state, data),
+  each sealed by a manifest (integrity) once finished."""
 
   def __init__(self, workdir: str, keep: int, async_save: bool):
+    _quiet_orbax()
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, enable_async_checkpointing=async_save)
-    self.directory = os.path.join(os.path.abspath(workdir), "checkpoints")
+    self.workdir = os.path.abspath(workdir)
+    self.directory = os.path.join(self.workdir, "checkpoints")
     self.manager = ocp.CheckpointManager(self.directory, options=options)
+    self.async_save = async_save
+    self.unsealed = []  # Steps saved, their manifests not yet written.
 
   def latest_step(self):
     return self.manager.latest_step()
@@ -139,17 +213,56 @@ class Checkpointer:
   def all_steps(self) -> list[int]:
     return sorted(self.manager.all_steps())
 
+  def kept(self) -> str:
+    """The newest finished checkpoint's step, for messages ('none')."""
+    steps = finished_steps(self.workdir)
+    return str(steps[-1]) if steps else "none"
+
+  def kept_line(self, event: str) -> str:
+    return f"{event}; checkpoint at step {self.kept()} kept in {self.workdir}"
+
+  def _guard(self, step: int, fn) -> None:
+    """Runs an orbax save call; its failure is one CheckpointError."""
+    try:
+      fn()
+    except Exception as e:  # pylint: disable=broad-except
+      raise CheckpointError(
+          f"checkpoint {step} could not be written to {self.directory} "
+          f"({_os_error(e)}); the newest checkpoint kept is step "
+          f"{self.kept()}. Fix that, and rerun the same command to resume."
+      ) from None
+
+  def _seal(self) -> None:
+    """Waits for the saves in flight; writes each finished one's manifest."""
+    if not self.unsealed:
+      return
+    self._guard(self.unsealed[-1], self.manager.wait_until_finished)
+    for step in self.unsealed:
+      folder = os.path.join(self.directory, str(step))
+      if jax.process_index() == 0 and os.path.isdir(folder):
+        self._guard(step, lambda f=folder: integrity.write_manifest(f))
+    self.unsealed = []
+
   def save(self, step: int, state, data_position: dict) -> None:
-    self.manager.save(step, args=ocp.args.Composite(
+    self._seal()
+    self._guard(step, lambda: self.manager.save(step, args=ocp.args.Composite(
         state=ocp.args.StandardSave(state),
-        data=ocp.args.JsonSave(data_position)))
+        data=ocp.args.JsonSave(data_position))))
+    self.unsealed.append(step)
+    if not self.async_save:
+      self._seal()
 
   def restore(self, step: int, abstract_state):
-    """(state, data position) at `step`, with the shardings of the target."""
+    """(state, data position) at `step`, with the shardings of the target;
+    a checkpoint that fails its manifest is a CheckpointError."""
+    problem = integrity.manifest_problem(os.path.join(self.directory,
+                                                      str(step)))
+    if problem:
+      raise CheckpointError(f"checkpoint {step} in {self.directory} could not "
+                            f"be restored: it fails its checksums ({problem})")
     target = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
         abstract_state)
-    _quiet_abandoned_reads()
     try:
       out = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(target),
@@ -179,9 +292,8 @@ class Checkpointer:
         failed.append((step, e))
         continue
       for bad, error in failed:
-        aside = os.path.join(os.path.dirname(self.directory),
-                             "corrupt_checkpoints", str(bad))
-        os.makedirs(os.path.dirname(aside), exist_ok=True)
+        aside = aside_path(os.path.join(self.workdir, "corrupt_checkpoints"),
+                           bad)
         os.replace(os.path.join(self.directory, str(bad)), aside)
         print(f"warning: {error}; moved to {aside}; resuming from step "
               f"{step}.", file=sys.stderr)
@@ -196,5 +308,5 @@ class Checkpointer:
     return None
 
   def close(self) -> None:
-    self.manager.wait_until_finished()
+    self._seal()
     self.manager.close()

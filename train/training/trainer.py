@@ -33,10 +33,11 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from bottleneck import checks, sharding
 from bottleneck.io import hf
 from train.training import checkpoint, init as init_lib, loss as loss_lib
+from train.training import interrupt
 from train.training.metrics import MetricsLog
 from train.training.state import (TrainState, abstract_state,
                                   state_from as _state_from, state_shardings)
-from train.training import optim
+from train.training import memory, optim
 from train.text import data
 from train.models import build
 
@@ -206,8 +207,8 @@ INT_RANGES = {"seed": (0, 2**31 - 1), "data.seed": (0, 2**31 - 1),
 def check_config(config) -> None:
   """Every value range-checked before anything runs (one error naming the
   field and its range): counts and periods that would divide by zero or
-  never fire, the optimizer's and the data's numbers, the schedule and the
-  model's fields (its config class checks them)."""
+  never fire, the optimizer's and the data's numbers, the schedule, the
+  model's fields (its config class checks them) and the step's memory."""
   for key in ("eval_every", "log_every", "checkpoint_every", "eval_batches",
               "keep_checkpoints"):
     checks.positive_int(key, config[key])
@@ -232,6 +233,7 @@ def check_config(config) -> None:
                       2**31 - 1)
   cfg = build.model_config(config.model)
   init_lib.check(config.train, cfg)
+  memory.check(config, cfg)  # The step's estimate (training/memory.py).
 
 
 # A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
@@ -247,8 +249,8 @@ def train_and_evaluate(config, workdir: str,
                        ) -> dict:
   """Trains (or resumes) the run in `workdir`; returns a summary dict.
 
-  One trainer per workdir (a lock file); config.json is written once the
-  first checkpoint of the run exists; a non-finite loss, gradient or update
+  One trainer per workdir (a lock file); config.json is written with the
+  first checkpoint of the run; a non-finite loss, gradient or update
   stops the run (FloatingPointError) before anything non-finite is saved.
   """
   check_config(config)
@@ -272,13 +274,12 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
     raise ValueError(f"the tokenizer `data.tokenizer` {tok.name!r} has "
                      f"{tok.vocab_size} tokens, more than the model's V = "
                      f"{tr.model_cfg.vocab_size} (model.vocab_size).")
-  token_counts = ({"train": int(len(train_loader.tokens)),
-                   "val": int(len(val_loader.tokens))}
-                  if isinstance(train_loader, data.WindowLoader) else None)
+  streams = ({"train": train_loader.tokens, "val": val_loader.tokens}
+             if isinstance(train_loader, data.WindowLoader) else None)
   ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints,
                                  config.async_checkpoint)
   if lead and ckpt.latest_step():
-    checkpoint.check_tokens(workdir, token_counts)
+    checkpoint.check_tokens(workdir, streams)
   restored = ckpt.restore_newest(
       tr.restore_target(), lambda s: bool(jax.jit(all_finite)(s)))
   if restored:
@@ -307,13 +308,19 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
           f"grad_norm {float(metrics['grad_norm'])}, lr "
           f"{tr.learning_rates[done - 1]:.3g}). Nothing non-finite was saved; "
           f"the newest checkpoint in {workdir!r} is step "
-          f"{ckpt.latest_step() or 'none'}. Lower train.lr or check the data.")
+          f"{ckpt.kept()}. Lower train.lr or check the data.")
 
-  try:
+  stop = interrupt.Interrupt(lambda: ckpt.kept_line(
+      "interrupted again: quitting without waiting for a save"))
+  with stop:  # Ctrl-C: the loop stops between steps; what was saved stays.
     t_last, last_done, steps_timed, t_total = None, start, 0, 0.0
     wrote_config = False
     unread = None  # (done, metrics) of the step whose finite flag is unread.
     for step in range(start, steps):
+      if stop.requested:
+        ckpt.close()
+        sys.stderr.write(ckpt.kept_line("interrupted") + "\n")
+        raise SystemExit(130)
       xb, yb = tr.global_batch(*train_loader.batch(step))
       state, metrics = tr.step_fn(state, xb, yb, tr.learning_rates[step])
       done = step + 1
@@ -360,17 +367,11 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
       if len(row) > 1:
         log.write(row)
       if saved:
-        ckpt.save(done, state, train_loader.position(done))
-        if lead and not wrote_config:
-          ckpt.manager.wait_until_finished()
-          checkpoint.write_config(workdir, config.to_dict(), token_counts)
+        if lead and not wrote_config:  # Before the first step folder.
+          checkpoint.write_config(workdir, config.to_dict(), streams)
           wrote_config = True
-  except KeyboardInterrupt:  # Ctrl-C: what was saved stays; one line.
+        ckpt.save(done, state, train_loader.position(done))
     ckpt.close()
-    sys.stderr.write(f"interrupted; checkpoint at step "
-                     f"{ckpt.latest_step() or 'none'} kept in {workdir}\n")
-    raise SystemExit(130) from None
-  ckpt.close()
   summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
              "workdir": workdir}
   if lead:
