@@ -4,8 +4,8 @@ beta2 and lr (configs/spamlang.py: why the CPU model uses beta2 = 0.999)?
   PYTHONPATH=. .venv/bin/python benchmarks/spamlang_learning.py \
       --V=16384 --sightings=8 --b2=0.95,0.999 --lrs=0.003,0.01
 
-Each setting is the report's run (train/training/experiments.py:
-spamlang_config, spamlang_run) at steps = sightings x V / 256 sequences,
+Each setting is the report's run (train/report/spamlang.py: run_config,
+run) at steps = sightings x V / 256 sequences,
 with beta2 overridden; it prints one JSON line: accuracy on positions >= 1
 of held-out sequences (learned: >= 0.95), final validation loss, seconds.
 """
@@ -16,7 +16,7 @@ import time
 
 from absl import app, flags
 
-from train.training import experiments
+from train.report import spamlang
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("V", 16384, "Vocabulary size.")
@@ -32,10 +32,10 @@ def main(argv):
   steps = math.ceil(FLAGS.sightings * FLAGS.V / 256)
   for lr in map(float, FLAGS.lrs):
     for b2 in map(float, FLAGS.b2):
-      cfg = experiments.spamlang_config(FLAGS.V, FLAGS.D, steps, lr)
+      cfg = spamlang.run_config(FLAGS.V, FLAGS.D, steps, lr)
       cfg.train.b2 = b2
       start = time.perf_counter()
-      row = experiments.spamlang_run(cfg, FLAGS.outdir)
+      row = spamlang.run(cfg, FLAGS.outdir)
       print(json.dumps(dict(row, b2=b2, sightings=FLAGS.sightings,
                             seconds=round(time.perf_counter() - start, 1))),
             flush=True)

@@ -31,7 +31,7 @@ __all__ = ["PROBLEMS", "Instance", "make_instances", "solve", "summarize",
            "sweep", "sweeps", "sweep_instances", "MStar", "m_star_search"]
 
 
-def solve(a, instances, settings: admm.Settings = admm.Settings(),
+def solve(a, instances, *, settings: admm.Settings = admm.Settings(),
           batch: int = 32, exact_fallback: bool = False, delta: float = 0.1,
           devices=None, progress: bool | str = False,
           m_pad: int | None = None,
@@ -41,6 +41,8 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
           finish_after: int | None = 1600,
           embeddings: bool = False) -> list[dict]:
   """Decides every instance; returns one detail dict per instance, in order.
+
+  Every setting is a keyword argument (lp.driver.Options holds them).
 
   `batch` slots iterate together with continuous batching (lp.stream). One
   compile per (matrix shape, batch, m_pad); m_pad defaults to the largest m
@@ -78,10 +80,12 @@ def solve(a, instances, settings: admm.Settings = admm.Settings(),
   row is INFEASIBLE, certificate 'zero_row': that token's logit is 0 for
   every embedding).
   """
-  return driver.solve(a, instances, driver.Options(
-      settings, batch, exact_fallback, delta, devices, policy, first_check,
-      objective, tolerance, working_set, finish_after, embeddings),
-                       progress, m_pad)
+  opts = driver.Options(
+      settings=settings, batch=batch, exact_fallback=exact_fallback,
+      delta=delta, devices=devices, policy=policy, first_check=first_check,
+      objective=objective, tolerance=tolerance, working_set=working_set,
+      finish_after=finish_after, embeddings=embeddings)
+  return driver.solve(a, instances, opts, progress=progress, m_pad=m_pad)
 
 
 def _quantile(values, p: float) -> float:
@@ -126,15 +130,17 @@ def summarize(m_values, details_per_m, problem: str | None = None
 
 
 def sweep(a, m_values, trials: int, problem: str = "logits", seed: int = 0,
-          eps: float = 0.05, delta: float = 0.1, targets=None, subsets=None,
-          nested: bool | None = None, **solve_kwargs) -> list[dict]:
+          *, eps: float = 0.05, delta: float = 0.1, targets=None,
+          subsets=None, nested: bool | None = None,
+          **solve_kwargs) -> list[dict]:
   """Figure-1-style curve: `trials` random subsets for each m."""
-  return sweeps(a, m_values, trials, (problem,), seed, eps, delta, targets,
-                subsets, nested, **solve_kwargs)[problem]
+  return sweeps(a, m_values, trials, (problem,), seed, eps=eps, delta=delta,
+                targets=targets, subsets=subsets, nested=nested,
+                **solve_kwargs)[problem]
 
 
 def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
-           seed: int = 0, eps: float = 0.05, delta: float = 0.1,
+           seed: int = 0, *, eps: float = 0.05, delta: float = 0.1,
            targets=None, subsets=None, nested: bool | None = None,
            **solve_kwargs) -> dict:
   """Figure 1: `sweep` for several problems, solved as one stream (one
@@ -174,8 +180,9 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
     raise ValueError("`nested` draws its own subsets (the first m tokens of "
                      "one random permutation per trial); leave out "
                      "`subsets`.")
-  per_problem = sweep_instances(a.shape[0], m_of, trials, seed, eps, delta,
-                                targets, subsets, nested)
+  per_problem = sweep_instances(a.shape[0], m_of, trials, seed, eps=eps,
+                                delta=delta, targets=targets,
+                                subsets=subsets, nested=nested)
   flat = solve(a, [it for groups in per_problem.values() for group in groups
                    for it in group], delta=delta, **solve_kwargs)
   out, start = {}, 0
@@ -187,7 +194,7 @@ def sweeps(a, m_values, trials: int, problems=("logits", "probs"),
   return out
 
 
-def sweep_instances(n: int, m_of: dict, trials: int, seed: int = 0,
+def sweep_instances(n: int, m_of: dict, trials: int, seed: int = 0, *,
                     eps: float = 0.05, delta: float = 0.1, targets=None,
                     subsets=None, nested: bool = True) -> dict:
   """`sweeps`' instances: {problem: [[trials instances] per m]} for
@@ -206,12 +213,13 @@ def sweep_instances(n: int, m_of: dict, trials: int, seed: int = 0,
       per_problem[problem] = [[
           dataclasses.replace(it, chain=number * trials + k)
           for k, it in enumerate(make_instances(
-              n, m, trials, problem, rng, eps, delta, targets,
-              [first[:m] for first in firsts], draws))] for m in ms]
+              n, m, trials, problem, rng, eps=eps, delta=delta,
+              targets=targets, subsets=[first[:m] for first in firsts],
+              draws=draws))] for m in ms]
     else:
       per_problem[problem] = [make_instances(
-          n, m, trials, problem, rng, eps, delta, targets, subsets)
-                              for m in ms]
+          n, m, trials, problem, rng, eps=eps, delta=delta, targets=targets,
+          subsets=subsets) for m in ms]
   return per_problem
 
 

@@ -33,7 +33,8 @@ import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 # The small setting trains what the main job's tiny scale trains (the same
-# runs of train/training/experiments.py, which XLA's compile cache can share).
+# runs of train/report/ (training_runs, lowrank, spamlang), which XLA's
+# compile cache can share).
 STEPS = 16 if SMALL else 400  # Training steps of the probe subject.
 WINDOWS = 4 if SMALL else 64  # Text windows (x 128 tokens) probed.
 SWEEP_STEPS = 10 if SMALL else 250  # Steps of each low-rank / SpamLang run.
@@ -49,13 +50,12 @@ from IPython.display import display
 from ml_collections import config_dict
 
 from train.probes import forward, gradient, subjects
-from train.report import seed002
-from train.training import experiments
+from train.report import claim, lowrank, spamlang, training_runs
 
 # The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
 # BPE, trained under ROOT/runs/.
 subject = subjects.load_subject(
-    workdir=experiments.probe_model_run(STEPS, ROOT, PLAYS))
+    workdir=training_runs.probe_model_run(STEPS, ROOT, PLAYS))
 x, y = subjects.windows(subject, "", WINDOWS)
 pass_ = forward.run(subject, x, y)  # One forward: H and the head's sums.
 numbers, figures = gradient.gradient_probe(subject, pass_)
@@ -96,9 +96,9 @@ display(figures["gradient_efficiency"])
 sweep = config_dict.ConfigDict(dict(
     ranks=(8, 256), seeds=(0,), steps=SWEEP_STEPS, doublings=0, flat=0.01,
     plays="hamlet*", cpu=True))
-lowrank_rows = experiments.lowrank_sweep(sweep, ROOT)
-print(seed002.lowrank_verdict(lowrank_rows))
-display(seed002._lowrank_figure(lowrank_rows))
+lowrank_rows = lowrank.sweep(sweep, ROOT)
+print(claim.markdown(lowrank.verdict(lowrank_rows)))
+display(lowrank.curves_figure(lowrank_rows))
 
 # %% [markdown]
 # ## SpamLang (Fig. 14 in miniature)
@@ -108,7 +108,7 @@ display(seed002._lowrank_figure(lowrank_rows))
 # full-rank head (D = 0 below) learns it at every V.
 
 # %%
-rows = experiments.spamlang_runs((64,) if SMALL else (256, 1024, 4096),
-                                 (8, 0), SWEEP_STEPS, ROOT)
-print(seed002.spamlang_verdict(rows))
-display(seed002._spamlang_figure(rows))
+rows = spamlang.runs((64,) if SMALL else (256, 1024, 4096), (8, 0),
+                     SWEEP_STEPS, ROOT)
+print(claim.markdown(spamlang.verdict(rows)))
+display(spamlang.vocab_figure(rows))

@@ -29,7 +29,7 @@ import tempfile
 
 SMALL = os.environ.get("BOTTLENECK_SMALL", "0") == "1"
 # The small setting trains what the main job's tiny scale trains (the same
-# run of train/training/experiments.py, which XLA's compile cache can share).
+# run of train/report/training_runs.py, which XLA's compile cache can share).
 STEPS = 16 if SMALL else 400
 WINDOWS = 4 if SMALL else 64
 # Shakespeare texts the subject trains on (file-name globs; '' = all 77).
@@ -42,12 +42,12 @@ from IPython.display import Markdown, display
 
 from bottleneck.io import cli
 from train.probes import encoding, forward, frequency, pruning, subjects
-from train.training import experiments
+from train.report import training_runs
 
 # The main job's probe subject: Model 1 (width 64) on Shakespeare, 4096-token
 # BPE, every checkpoint kept (the frequency probe reads them).
 subject = subjects.load_subject(
-    workdir=experiments.probe_model_run(STEPS, ROOT, PLAYS))
+    workdir=training_runs.probe_model_run(STEPS, ROOT, PLAYS))
 # One forward per text: the probed text (detect and in-distribution halves)
 # and an out-of-domain one.
 own = forward.run(subject, *subjects.windows(subject, "", 2 * WINDOWS))

@@ -74,6 +74,15 @@ class LlamaFieldsTest(parameterized.TestCase):
         arch=f"gguf:{path}", vocab_size=512)).vocab_size, 512)
 
 
+class DefaultsTest(absltest.TestCase):
+
+  def test_build_defaults_are_the_base_configs(self):
+    """A field an old config.json lacks is read as build.DEFAULTS says; the
+    base config is what a run that predates the field had."""
+    from configs import base  # pylint: disable=g-import-not-at-top
+    self.assertEqual(build.DEFAULTS, base.get_config().model.to_dict())
+
+
 class Gpt2ArchTest(absltest.TestCase):
 
   def test_the_gpt_family_trains_a_gpt2_folders_architecture(self):

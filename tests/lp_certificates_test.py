@@ -250,7 +250,7 @@ class CertificateTest(absltest.TestCase):
     sol = lp_exact.solve(self.a, it.subset, it.y)
     x = sol["x"]
     good = certificates.check_probabilities(self.a, it.subset, x, it.p,
-                                            it.scale, 0.1)
+                                            scale=it.scale, delta=0.1)
     self.assertTrue(good["ok"], good)
     self.assertGreaterEqual(good["ratio_rel_error_bound"],
                             good["ratio_rel_error"])
@@ -258,9 +258,10 @@ class CertificateTest(absltest.TestCase):
     other_p = it.p[::-1] if not np.allclose(it.p, it.p[::-1]) else it.p * [
         1, 2, 3]
     self.assertFalse(certificates.check_probabilities(
-        self.a, it.subset, x, other_p, it.scale, 0.1)["ok"])
+        self.a, it.subset, x, other_p, scale=it.scale, delta=0.1)["ok"])
     self.assertFalse(certificates.check_probabilities(
-        self.a, it.subset, x, it.p, it.scale, good["rest_mass"] / 2)["ok"])
+        self.a, it.subset, x, it.p, scale=it.scale,
+        delta=good["rest_mass"] / 2)["ok"])
 
 
 if __name__ == "__main__":

@@ -103,7 +103,8 @@ class InheritFeasibleTest(absltest.TestCase):
     y = np.ones(len(subset)) if y is None else y
     return chains.inherit_feasible(
         self.facts, self.parent, self.cert["x"],
-        self.cert["t_upper"] if upper is None else upper, subset, y, 1.0)
+        parent_upper=self.cert["t_upper"] if upper is None else upper,
+        subset=subset, y=y, threshold=1.0)
 
   def test_its_bounds_hold_against_every_row_and_highs(self):
     a64 = self.a.astype(np.float64)
@@ -167,20 +168,22 @@ class RepairTest(absltest.TestCase):
   def _candidate(self, child, hold=()):
     top, inst = self.queue[self.top], self.queue[child]
     return chains.feasible_candidate(
-        self.facts, top.subset, self.cert["x"], self.cert["t_upper"],
-        inst.subset, inst.y, inst.threshold, hold=hold)
+        self.facts, top.subset, self.cert["x"],
+        parent_upper=self.cert["t_upper"], subset=inst.subset, y=inst.y,
+        threshold=inst.threshold, hold=hold)
 
   def _verdict(self, child, x):
     return records.verify(self.facts, self.queue[child], "feasible", x, None,
-                          verdicts.Policy(), 0.1)[0]
+                          policy=verdicts.Policy(), delta=0.1)[0]
 
   def test_a_failed_candidate_is_repaired_and_certified(self):
     failing = [c for c in range(self.top)
                if self._verdict(c, self._candidate(c)) != "feasible"]
     self.assertEqual(failing, [2, 3])  # m = 6 and 8.
     carry = host_checks.Carry(host_checks.HostChecks(
-        self.facts, self.queue, None, verdicts.Policy(), 0.1, "decide",
-        1e-6, None, 100))
+        self.facts, self.queue, None, policy=verdicts.Policy(), delta=0.1,
+        objective="decide", tolerance=1e-6, finish_after=None,
+        first_check=100))
     carry.feed.learn(self.top, "feasible", self.cert)
     carry.down(self.top, self.cert)
     for child in range(self.top):
@@ -275,8 +278,9 @@ class CarryTest(absltest.TestCase):
                  draws=draws))]
     facts = lp_facts.MatrixFacts(a)
     carry = host_checks.Carry(host_checks.HostChecks(
-        facts, queue, None, verdicts.Policy(), 0.1, "decide", 1e-6,
-        None, 100))
+        facts, queue, None, policy=verdicts.Policy(), delta=0.1,
+        objective="decide", tolerance=1e-6, finish_after=None,
+        first_check=100))
     with mock.patch.object(lp_facts.MatrixFacts, "prime", autospec=True,
                            side_effect=lp_facts.MatrixFacts.prime) as prime:
       for top in (4, 5):  # m = 9 of chains 0 and 1, solved by HiGHS.

@@ -92,8 +92,8 @@ class FinishTest(absltest.TestCase):
     self.assertEqual(info["rounds"], 1)  # Converged at once, unstalled.
     real, calls = finish._ipm, []
 
-    def stalled_first(f, h, box, s, *args):
-      w, duals, on_box, converged = real(f, h, box, s, *args)
+    def stalled_first(f, h, box, s, **kwargs):
+      w, duals, on_box, converged = real(f, h, box, s, **kwargs)
       calls.append(f.shape[0])
       return w, duals, on_box, converged and len(calls) > 1
 

@@ -113,9 +113,10 @@ class IpmTest(absltest.TestCase):
     a = np.random.default_rng(0).standard_normal((1500, 32))
     facts = lp_facts.MatrixFacts(a)
     insts, _ = _band_instances(a, 9, 3, 1)
-    host = host_checks.HostChecks(facts, insts, None, verdicts.Policy(),
-                                  0.1, "decide", 1e-6, 0, 100,
-                                  device_finish_after=1e-9)
+    host = host_checks.HostChecks(
+        facts, insts, None, policy=verdicts.Policy(), delta=0.1,
+        objective="decide", tolerance=1e-6, finish_after=0, first_check=100,
+        device_finish_after=1e-9)
     seen, real = [], finish.solve
 
     def spy(*args, s, **kwargs):

@@ -255,8 +255,9 @@ class TransformTest(absltest.TestCase):
       del index, x, u, t
       calls.append((age, idle))
 
-    list(stream.run(shared, insts, admm.Settings(max_iters=400), 4, 16, mesh,
-                    decide, first_check=10, feed=Feed(len(insts))))
+    list(stream.run(shared, insts, admm.Settings(max_iters=400), batch=4,
+                    m_pad=16, mesh=mesh, decide=decide, first_check=10,
+                    feed=Feed(len(insts))))
     idle = [flag for _, flag in calls]
     self.assertFalse(any(idle[:emptied[0]]))
     self.assertTrue(any(idle))
@@ -277,8 +278,8 @@ class TransformTest(absltest.TestCase):
       seen.append((len(out), fns.refill._cache_size(),
                    fns.advance._cache_size()))
 
-    for finished in stream.run(shared, insts, settings, 2, 16, mesh,
-                               started=started):
+    for finished in stream.run(shared, insts, settings, batch=2, m_pad=16,
+                               mesh=mesh, started=started):
       out.append(finished)
     self.assertEqual(seen, [(0, 1, 1)])
     self.assertLen(out, len(insts))
@@ -306,7 +307,8 @@ class TransformTest(absltest.TestCase):
         return "certified"
 
       return {f.index: f.iterations for f in stream.run(
-          shared, insts, settings, 1, 16, mesh, verify=verify)
+          shared, insts, settings, batch=1, m_pad=16, mesh=mesh,
+          verify=verify)
               if f.decided == "certified"}
 
     first, second = solve(False), solve(True)

@@ -47,12 +47,12 @@ class WidenTest(absltest.TestCase):
         facts, subset, y, narrow.mu, 1.0)["ok"])
     first = verdicts.Policy(support_factors=(2.0,))
     verdict, _, evidence = verdicts.verify(facts, subset, y, 1.0,
-                                               "infeasible", x, mu, first)
+                                           "infeasible", x, mu, policy=first)
     self.assertEqual(verdict, "undecided")
     self.assertTrue(evidence["collapsed"])
     wide = verdicts.Policy(support_factors=(2.0, 16.0), widen="collapsed")
     verdict, t_lower, evidence = verdicts.verify(
-        facts, subset, y, 1.0, "infeasible", x, mu, wide)
+        facts, subset, y, 1.0, "infeasible", x, mu, policy=wide)
     self.assertEqual(verdict, "infeasible")
     self.assertEqual(evidence["kind"], "global")
     self.assertGreaterEqual(t_lower, 1.0)
@@ -75,7 +75,7 @@ class WidenTest(absltest.TestCase):
                              return_value=one_sided):
         verdict, _, evidence = verdicts.verify(
             facts, subset, y, 1.0, "infeasible", x, mu,
-            dataclasses.replace(first, mid_run=mid_run))
+            policy=dataclasses.replace(first, mid_run=mid_run))
       self.assertEqual(verdict, "undecided")
       self.assertTrue(evidence["collapsed"])
       self.assertEqual((ball.call_count, ray.call_count), (balls, rays))
@@ -117,13 +117,13 @@ class WidenTest(absltest.TestCase):
     wide = verdicts.Policy(support_factors=(2.0, 16.0), widen="collapsed")
     with mock.patch.object(polish, "project", wraps=polish.project) as spy:
       verdict, _, evidence = verdicts.verify(
-          facts, subset, y, threshold, "infeasible", x, mu, wide)
+          facts, subset, y, threshold, "infeasible", x, mu, policy=wide)
     self.assertEqual(verdict, "undecided")
     self.assertFalse(evidence["collapsed"])
     self.assertEqual(spy.call_count, 1)  # 'always' would try both.
     with mock.patch.object(polish, "project", wraps=polish.project) as spy:
       verdicts.verify(facts, subset, y, threshold, "infeasible", x, mu,
-                          verdicts.Policy(support_factors=(2.0, 16.0)))
+                      policy=verdicts.Policy(support_factors=(2.0, 16.0)))
     self.assertEqual(spy.call_count, 2)
 
   def test_solve_widens_an_instance_only_after_its_collapse(self):
@@ -134,15 +134,15 @@ class WidenTest(absltest.TestCase):
     insts = lp_test._instances(a, (12, 16), 4, "logits", 7)  # pylint: disable=protected-access
     calls, real = [], records.verify
 
-    def verify(facts, inst, claim, x, mu, policy, delta):
+    def verify(facts, inst, claim, x, mu, *, policy, delta):
       if claim != "infeasible":
-        return real(facts, inst, claim, x, mu, policy, delta)
+        return real(facts, inst, claim, x, mu, policy=policy, delta=delta)
       key = inst.subset.tobytes()
       first = all(k != key for k, _ in calls)
       calls.append((key, policy))
       if first:
         return "undecided", float("nan"), {"ok": False, "collapsed": True}
-      return real(facts, inst, claim, x, mu, policy, delta)
+      return real(facts, inst, claim, x, mu, policy=policy, delta=delta)
 
     with mock.patch.object(records, "verify", verify):
       details = topm.solve(a, insts, batch=8, first_check=10)

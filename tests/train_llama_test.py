@@ -288,6 +288,30 @@ class LlamaTrainingTest(parameterized.TestCase):
         logits, y[..., None], -1)[..., 0])
     self.assertAlmostEqual(first, own, delta=1e-4 * own)
 
+  def test_model_arch_metadata_is_read_once_per_run(self):
+    from tests.trainer_test import ONCE, counting  # pylint: disable=g-import-not-at-top
+    from train.training import runs  # pylint: disable=g-import-not-at-top
+    tmp = self.create_tempdir().full_path
+    path = os.path.join(tmp, "m.gguf")
+    fam.write_gguf(path, "llama", fam.weights("llama", 7))
+    config = llama_config(**{
+        "model.arch": f"gguf:{path}", "model.vocab_size": 0,
+        "model.block_size": 16, "train.steps": 2, "train.warmup": 1,
+        "eval_every": 2, "checkpoint_every": 2})
+    wd = os.path.join(tmp, "run")
+    with counting(*ONCE, (loaders, "_gguf_meta")) as counted:
+      trainer.train_and_evaluate(config, wd)
+    self.assertEqual({k: m.call_count for k, m in counted.items()},
+                     {"check_config": 1, "check": 1, "model_config": 1,
+                      "_gguf_meta": 1})
+    with counting((build, "model_config"), (loaders, "_gguf_meta"),
+                  (runs, "restore_params")) as counted:
+      _, cfg, _, _ = runs.load(wd)
+    self.assertEqual({k: m.call_count for k, m in counted.items()},
+                     {"model_config": 1, "_gguf_meta": 1,
+                      "restore_params": 1})
+    self.assertEqual(cfg.vocab_size, fam.V)
+
   def test_a_low_rank_head_from_the_checkpoints_svd(self):
     tmp = self.create_tempdir().full_path
     path = os.path.join(tmp, "m.gguf")

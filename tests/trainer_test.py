@@ -1,19 +1,22 @@
 """The Flax trainer: configs, data, steps, checkpoints, the loop (a kill and
 resume, and generation: trainer_resume_test.py)."""
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+from unittest import mock
 
-from absl.testing import absltest, parameterized
+from absl.testing import absltest, flagsaver, parameterized
 import jax
 import numpy as np
 
 from configs import lowrank, spamlang, thesis
 from train.text import corpora, data, tokenizers
 from train.models import build, gpt as model_lib
-from train.training import trainer
+from train.training import memory, runs, trainer
 import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -353,6 +356,75 @@ class TrainingLoopTest(parameterized.TestCase):
           f.write(b"garbage")
     with self.assertRaisesRegex(ValueError, "could not be restored"):
       trainer.train_and_evaluate(tiny_config(**{"train.steps": 20}), workdir)
+
+
+@contextlib.contextmanager
+def counting(*targets):
+  """{name: mock} of (module, name) pairs, each wrapping the real function:
+  `.call_count` is how often it ran."""
+  with contextlib.ExitStack() as stack:
+    yield {name: stack.enter_context(mock.patch.object(
+        module, name, wraps=getattr(module, name)))
+           for module, name in targets}
+
+
+# What a run does once (issue 76): the config's check (and in it the step's
+# memory estimate) and the model config.
+ONCE = ((trainer, "check_config"), (memory, "check"), (build, "model_config"))
+
+
+class OncePerRunTest(absltest.TestCase):
+  """One check, one model config and one memory estimate per run, through
+  python -m train.main (in process) or train_and_evaluate; parameters
+  restored from a run folder one way (runs.restore_params)."""
+
+  def setUp(self):
+    super().setUp()
+    os.environ["BOTTLENECK_CACHE"] = os.path.join(
+        absltest.get_default_test_tmpdir(), "cache")
+    # train.main ignores SIGINT on its way out: give the test runner its own
+    # handler back.
+    self.addCleanup(signal.signal, signal.SIGINT,
+                    signal.getsignal(signal.SIGINT))
+
+  def config(self):
+    return tiny_config(**{"train.steps": 4, "train.warmup": 1,
+                          "eval_every": 2, "checkpoint_every": 2})
+
+  def calls(self, counted):
+    return {name: m.call_count for name, m in counted.items()}
+
+  def test_train_main_checks_and_builds_once(self):
+    from train import main as train_main  # pylint: disable=g-import-not-at-top
+    wd = self.create_tempdir().full_path
+    for dry_run in (True, False):
+      with counting(*ONCE) as counted, flagsaver.flagsaver(
+          config=self.config(), workdir=wd, dry_run=dry_run):
+        train_main.main([])
+      self.assertEqual(self.calls(counted), {"check_config": 1, "check": 1,
+                                             "model_config": 1},
+                       f"dry_run={dry_run}")
+    self.assertEqual(runs.steps(wd), [2, 4])
+
+  def test_a_resumed_run_and_its_parameters_once(self):
+    wd = self.create_tempdir().full_path
+    trainer.train_and_evaluate(tiny_config(**{
+        "train.steps": 2, "train.warmup": 1, "eval_every": 2,
+        "checkpoint_every": 2}), wd)
+    with counting(*ONCE) as counted:
+      summary = trainer.train_and_evaluate(self.config(), wd)
+    self.assertEqual(summary["resumed_from"], 2)
+    self.assertEqual(self.calls(counted), {"check_config": 1, "check": 1,
+                                           "model_config": 1})
+    with counting((build, "model_config"),
+                  (runs, "restore_params")) as counted:
+      params, cfg, step = trainer.load_params(wd)
+    self.assertEqual(self.calls(counted), {"model_config": 1,
+                                           "restore_params": 1})
+    want, _ = runs.restore_params(wd, runs.read_config(wd))
+    self.assertEqual((step, cfg), (4, build.model_config(
+        runs.read_config(wd).model)))
+    jax.tree.map(np.testing.assert_array_equal, params, want)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,8 @@ def main(argv):
   config = FLAGS.config
   if config is None:
     raise ValueError("`config` is required: --config=configs/thesis.py:model1")
-  trainer.check_config(config)  # Every value, before anything runs.
   if FLAGS.dry_run:
-    cfg = build.model_config(config.model)
+    cfg = trainer.check_config(config)  # Every value; the model config.
     n = weights.param_count(weights.expected_shapes(cfg))
     print(json.dumps({"params": n, "params_millions": round(n / 1e6, 3),
                       "flops_per_token": build.flops_per_token(cfg, n),
@@ -47,7 +46,7 @@ def main(argv):
   if not FLAGS.workdir:
     raise ValueError("`workdir` is required (or --dry_run).")
   logging.info("training %s", config.model)
-  try:
+  try:  # train_and_evaluate checks every value before anything runs.
     summary = trainer.train_and_evaluate(
         config, FLAGS.workdir,
         hooks.factory(config.probes) if config.probes else None)

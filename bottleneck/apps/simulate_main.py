@@ -32,8 +32,8 @@ def main(argv):
   if f.plot:
     cli.output_file("plot", f.plot)
   m_values = cli.parse_int_list("m", f.m)
-  sim = simulate.simulate(f.N, f.d, m_values, f.trials, f.seed, f.method,
-                          f.chunk, progress=True)
+  sim = simulate.simulate(f.N, f.d, m_values, f.trials, seed=f.seed,
+                          method=f.method, chunk=f.chunk, progress=True)
   records = sim.records()
   print(cli.format_records(records, f.format))
   if f.plot:

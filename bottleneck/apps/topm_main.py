@@ -124,11 +124,12 @@ def main(argv):
     label = (f"[{k}/{len(heads)}] {name}: LP instances" if len(heads) > 1
              else "LP instances")
     per_problem = topm.sweeps(
-        array, m_values, trials, f.problem, f.seed, f.eps, f.delta, targets,
-        subsets, f.nested and subsets is None,
-        settings=admm.Settings(max_iters=f.max_iters),
-        batch=f.batch, exact_fallback=f.exact_fallback,
-        first_check=first_check, progress=label,
+        array, m_values, trials, f.problem, f.seed, eps=f.eps, delta=f.delta,
+        targets=targets, subsets=subsets,
+        nested=f.nested and subsets is None,
+        settings=admm.Settings(max_iters=f.max_iters), batch=f.batch,
+        exact_fallback=f.exact_fallback, first_check=first_check,
+        progress=label,
         objective=f.objective, tolerance=f.tolerance,
         working_set=f.working_set, finish_after=f.finish_after or None)
     del array

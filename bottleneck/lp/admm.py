@@ -227,7 +227,8 @@ def _scan_all(shared: Shared, state: State, s: Settings, loud) -> State:
 
   def refresh(inst, rows, w, row_logits):
     keep = row_logits.at[rows.idx].max(jnp.where(w.u > 0, jnp.inf, -jnp.inf))
-    return admm_step.select_rows(shared, inst, keep, k, rows, w)
+    return admm_step.select_rows(shared, inst, keep, k, old_rows=rows,
+                                 old=w)
 
   # A group of slots with none running keeps its W (`_by_live_groups`);
   # decided slots in a running group are refreshed too (their work is
@@ -249,7 +250,7 @@ def _adapt_all(shared: Shared, state: State, s: Settings) -> State:
                                         state.factors))
 
 
-def run_until(shared: Shared, state: State, s: Settings, max_steps,
+def run_until(shared: Shared, state: State, s: Settings, *, max_steps,
               stop_below=0, nominate_from=None) -> State:
   """Iterates until at most `stop_below` instances run or `max_steps` pass.
 
@@ -300,7 +301,7 @@ def run(shared: Shared, problem: Problem, s: Settings,
   `max_iters` may be a traced value (no recompile when it changes).
   """
   cap = s.max_iters if max_iters is None else max_iters
-  state = run_until(shared, init(shared, problem, s), s, cap, 0)
+  state = run_until(shared, init(shared, problem, s), s, max_steps=cap)
   return state._replace(status=jnp.where(state.status == RUNNING, MAX_ITER,
                                          state.status))
 

@@ -129,14 +129,16 @@ def init(shared: Shared, problem: Problem, s: Settings) -> State:
 
   def one(subset, mask, y, threshold):
     inst = admm_step.instance(shared, subset, mask, y, threshold, s)
-    f = admm_step.factors(shared, inst.a_s, mask, n - jnp.sum(mask),
-                 jnp.asarray(s.rho, inst.a_s.dtype), s)
+    f = admm_step.factors(shared, inst.a_s, mask,
+                          n_rest=n - jnp.sum(mask),
+                          rho=jnp.asarray(s.rho, inst.a_s.dtype), s=s)
     logits = shared.a_rot @ inst.x_par
     t = jnp.max(admm_step.other_logits(logits, inst))
     rows = admm_step.select_rows(shared, inst, logits, k)
     wz = logits[rows.idx]  # zeta = x_par: z_j = a_j.x_par - t <= 0 for all.
-    work = admm_step.Work(wz - t, jnp.zeros(k, wz.dtype), inst.x_par, t, wz,
-                inst.a_s @ inst.x_par)
+    work = admm_step.Work(z=wz - t, u=jnp.zeros(k, wz.dtype),
+                          zeta=inst.x_par, tau=t, wz=wz,
+                          sz=inst.a_s @ inst.x_par)
     return inst, inst.x_par, t, rows, work, f
 
   inst, x, t, rows, work, factors = jax.vmap(one)(

@@ -35,7 +35,8 @@ class Factors(NamedTuple):
 
 
 
-def factors(shared: Shared, a_s, mask, n_rest, rho, s: Settings) -> Factors:
+def factors(shared: Shared, a_s, mask, *, n_rest, rho,
+            s: Settings) -> Factors:
   """Woodbury capacitance and t-border for one instance at penalty rho."""
   g = s.sigma + rho * shared.lam  # diag of sigma I + rho A'^T A'.
   c = (s.rho_eq_ratio - 1.0) * rho  # Extra penalty on the S rows.
@@ -83,8 +84,9 @@ def instance(shared: Shared, subset, mask, y, threshold,
                               jnp.eye(a_s.shape[0], dtype=dtype))
   x_par = rowspace_part(a_s, gram_inv, y)
   radius = s.check_radius_factor * jnp.linalg.norm(x_par)
-  return Instance(subset, a_s, mask, y, gram_inv, x_par, radius,
-                  jnp.asarray(threshold, dtype))
+  return Instance(subset=subset, a_s=a_s, mask=mask, y=y, gram_inv=gram_inv,
+                  x_par=x_par, radius=radius,
+                  threshold=jnp.asarray(threshold, dtype))
 
 
 def other_logits(logits_n, inst: Instance):
@@ -211,4 +213,5 @@ def adapted_factors(shared: Shared, inst: Instance, f: Factors, rows: Rows,
   rho = jnp.clip(f.rho * ratio, 1e-6, 1e6)
   rho = jnp.where((ratio > 5.0) | (ratio < 0.2), rho, f.rho)
   n = shared.a_rot.shape[0]
-  return factors(shared, inst.a_s, inst.mask, n - jnp.sum(inst.mask), rho, s)
+  return factors(shared, inst.a_s, inst.mask,
+                 n_rest=n - jnp.sum(inst.mask), rho=rho, s=s)

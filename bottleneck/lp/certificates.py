@@ -122,7 +122,7 @@ def _rest_candidates(facts: MatrixFacts, subset, x) -> np.ndarray:
   return np.flatnonzero(rest & (approx + err >= floor))
 
 
-def check_probabilities(a, subset, x, p, scale: float, delta: float,
+def check_probabilities(a, subset, x, p, *, scale: float, delta: float,
                         ratio_rtol: float = 1e-6) -> dict:
   """softmax(scale * A x): ratios on S equal p's, mass off S < delta.
 
@@ -176,7 +176,7 @@ def _logits_or_upper_bounds(facts: MatrixFacts, subset, x, scale: float,
   return upper
 
 
-def check_infeasible(a, subset, y, mu, threshold: float,
+def check_infeasible(a, subset, y, mu, threshold: float, *,
                      radius_factor: float = 1e3) -> dict:
   """Verifies an INFEASIBLE certificate (multipliers mu on the other rows).
 
@@ -245,7 +245,8 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
     return fail("mu must be >= 0, zero on S, not all 0")
   support = np.flatnonzero(mu > drop * mu.max())
   for _ in range(retries):
-    cert = _verify_dual(facts, subset, y, mu, support, threshold)
+    cert = _verify_dual(facts, subset, y, mu, support=support,
+                        threshold=threshold)
     # Entries of mu inside their own enclosure radius are noise the solver
     # left (a vertex has d - m + 1 of them): drop them and verify again.
     tiny = cert.pop("tiny", None)
@@ -255,7 +256,7 @@ def check_infeasible_global(a, subset, y, mu, threshold: float,
   return cert
 
 
-def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
+def _verify_dual(facts: MatrixFacts, subset, y, mu, *, support, threshold):
   """check_infeasible_global on a fixed support K of mu."""
   a = facts.a
   d, m = a.shape[1], subset.size
@@ -292,8 +293,9 @@ def _verify_dual(facts: MatrixFacts, subset, y, mu, support, threshold):
   value_lower = value - _upper(_gamma(m) * (np.abs(y) @ np.abs(lam)) +
                                np.abs(y) @ z_err[:m], m)
   ok = mu_lower >= 0.0 and value_lower >= threshold
-  proof = DualProof(np.array(subset), np.array(support), lam,
-                           z_err[:m], mu_k, z_err[m:]) if ok else None
+  proof = DualProof(subset=np.array(subset), support=np.array(support),
+                    lam=lam, lam_err=z_err[:m], mu=mu_k,
+                    mu_err=z_err[m:]) if ok else None
   return {"ok": bool(ok), "kind": "global", "t_lower": value_lower,
           "proof": proof,
           "tiny": mu_k <= z_err[m:],

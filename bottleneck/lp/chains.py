@@ -91,7 +91,7 @@ def inherit_infeasible(proof: certificates.DualProof, subset, y, threshold: floa
               hit.size), "proof": None}
 
 
-def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
+def inherit_feasible(facts, parent_subset, parent_x, *, parent_upper: float,
                      subset, y, threshold: float) -> dict | None:
   """A FEASIBLE certificate of S ⊂ S' from S''s (module docstring): a
   dict of kind 'inherited' with the embedding x (A_S x = y to rounding)
@@ -148,8 +148,8 @@ def inherit_feasible(facts, parent_subset, parent_x, parent_upper: float,
           "off_parent_upper": off, "x": x}
 
 
-def feasible_candidate(facts, parent_subset, parent_x, parent_upper: float,
-                       subset, y, threshold: float,
+def feasible_candidate(facts, parent_subset, parent_x, *,
+                       parent_upper: float, subset, y, threshold: float,
                        hold=()) -> np.ndarray | None:
   """An embedding for S ⊂ S' from S''s certified one (module docstring):
   y on S, the midpoint of the parent's upper bound and the threshold on

@@ -37,9 +37,10 @@ ACCELERATOR_OVERRIDES = ("BOTTLENECK_DEVICE_CHECKS",
                          "BOTTLENECK_DEVICE_FINISH")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Options:
-  """How `solve` runs (bottleneck.topm.solve documents each field)."""
+  """How `solve` runs (bottleneck.topm.solve documents each field); built
+  with keywords only."""
   settings: admm.Settings = admm.Settings()  # The ADMM iteration's.
   batch: int = 32  # Slots iterated together (continuous batching).
   exact_fallback: bool = False  # HiGHS settles undecided instances.
@@ -65,7 +66,7 @@ class Options:
     return self
 
 
-def solve(a, instances, opts: Options, progress: bool | str = False,
+def solve(a, instances, opts: Options, *, progress: bool | str = False,
           m_pad: int | None = None) -> list[dict]:
   """One record per instance, in order (bottleneck.topm.solve)."""
   if not instances:
@@ -100,32 +101,34 @@ def solve(a, instances, opts: Options, progress: bool | str = False,
     wait_compiles = precompile.start(settings, mesh, slots, m_pad, *a.shape)
   records.check_subsets(facts, instances, special)
   if special:  # Repeated or all-zero rows in a subset.
-    return _with_special(a, scale, facts, instances, special, opts,
-                         progress, m_pad)
-  return _stream(a, scale, facts, instances, opts, settings, slots, mesh,
-                 m_pad, progress, placement, wait_compiles)
+    return _with_special(a, instances, opts, scale=scale, facts=facts,
+                         special=special, progress=progress, m_pad=m_pad)
+  return _stream(a, instances, opts, scale=scale, facts=facts,
+                 settings=settings, batch=slots, mesh=mesh, m_pad=m_pad,
+                 progress=progress, placement=placement,
+                 wait_compiles=wait_compiles)
 
 
-def _with_special(a, scale, facts, instances, special, opts, progress,
+def _with_special(a, instances, opts, *, scale, facts, special, progress,
                   m_pad) -> list[dict]:
   """The plain subsets solved together; each special one by
   records.solve_special on A without its repeated / zero rows."""
   plain = [k for k in range(len(instances)) if k not in special]
   details = dict(zip(plain, solve(a, [instances[k] for k in plain], opts,
-                                  progress, m_pad)))
+                                  progress=progress, m_pad=m_pad)))
   for k in plain:  # Solved on the scaled A: back to the caller's units.
     if "embedding" in details[k]:
       details[k]["embedding"] = scale * details[k]["embedding"]
   for k, (pairs, zeros) in special.items():
     details[k] = records.solve_special(
         lambda a_k, inst: solve(a_k, [inst], opts)[0], a, facts,
-        instances[k], pairs, zeros)
+        instances[k], pairs=pairs, zeros=zeros)
     details[k].pop("embedding", None)
   return [details[k] for k in range(len(instances))]
 
 
-def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
-            progress, placement, wait_compiles) -> list[dict]:
+def _stream(a, instances, opts, *, scale, facts, settings, batch, mesh,
+            m_pad, progress, placement, wait_compiles) -> list[dict]:
   """The stream of `instances` (no special subsets) and its host checks;
   `placement` is _placement's, `wait_compiles` lp.precompile's (or None)."""
   objective, finish_after = opts.objective, opts.finish_after
@@ -148,16 +151,18 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
       it.chain is not None for it in instances)
   queue = [instances[i] for i in order]  # Stream index k is instance order[k].
   host = host_checks.HostChecks(
-      facts, queue, basis, opts.policy, opts.delta, objective,
-      opts.tolerance, finish_after, first_check,
-      placement and placement.device_finish_after(mesh))
+      facts, queue, basis, policy=opts.policy, delta=opts.delta,
+      objective=objective, tolerance=opts.tolerance,
+      finish_after=finish_after, first_check=first_check,
+      device_finish_after=placement and placement.device_finish_after(mesh))
   carry = host_checks.Carry(host)  # Nested subsets: bisection per chain.
   known = carry.feed
   if wait_compiles is not None:
     wait_compiles()  # The stream's calls then find its programs compiled.
-  runs = stream.run(shared, queue, settings, batch, m_pad, mesh,
-                    (host.solved if objective == "solve" else host.decide)
-                    if first_check else None, first_check or 100,
+  runs = stream.run(shared, queue, settings, batch=batch, m_pad=m_pad,
+                    mesh=mesh, decide=(host.solved if objective == "solve"
+                                       else host.decide)
+                    if first_check else None, first_check=first_check or 100,
                     verify=host.verify if objective == "decide" else None,
                     feed=known if chained else None,
                     started=None if device is None else device.warm_up)
@@ -170,8 +175,8 @@ def _stream(a, scale, facts, instances, opts, settings, batch, mesh, m_pad,
   with threadpoolctl.threadpool_limits(host_checks.host_blas_threads(mesh),
                                       user_api="blas"):
     for done, out in enumerate(runs, start=1):
-      detail, cert = _record(facts, queue[out.index], out, basis, host,
-                             opts)
+      detail, cert = _record(facts, queue[out.index], out, basis=basis,
+                             host=host, opts=opts)
       details[order[out.index]] = detail
       if (opts.embeddings and objective == "solve" and cert and
           cert.get("x") is not None and np.isfinite(detail["upper_bound"])):
@@ -215,7 +220,7 @@ def _device_a(placement, facts, mesh, m_pad: int, count: int):
   return device_checks.DeviceA.for_mesh(facts.source, mesh, m_pad)
 
 
-def _record(facts, inst, out, basis, host, opts) -> records.Record:
+def _record(facts, inst, out, *, basis, host, opts) -> records.Record:
   """One finished stream slot as its record: decided by the host checks,
   else the best bracket it had (solve mode), else its claim checked."""
   if out.decided:
@@ -226,8 +231,11 @@ def _record(facts, inst, out, basis, host, opts) -> records.Record:
     start = time.perf_counter()
     now = bracket.tighter(host.held.get(out.index), bracket.Held(
         *bracket.bracket(facts, inst.subset, inst.y, x, out.mu)))
-    return records.bracketed(facts, inst, *now[:3], out.iterations, start,
-                             opts.delta, opts.policy, opts.tolerance,
-                             now.source)
-  return records.decide(facts, inst, out.claim, x, out.mu, out.iterations,
-                        opts.policy, opts.delta, opts.exact_fallback)
+    return records.bracketed(facts, inst, *now[:3],
+                             iterations=out.iterations, start=start,
+                             delta=opts.delta, policy=opts.policy,
+                             tolerance=opts.tolerance, source=now.source)
+  return records.decide(facts, inst, out.claim, x, out.mu,
+                        iterations=out.iterations, policy=opts.policy,
+                        delta=opts.delta,
+                        exact_fallback=opts.exact_fallback)

@@ -73,16 +73,16 @@ class Settings:
   # held Gemma 3's figure on the H200 of benchmarks/RESULTS.md).
 
 
-def _interior(f, h, box, s: Settings, enough: float = -np.inf,
+def _interior(f, h, box, s: Settings, *, enough: float = -np.inf,
               box_exit: bool = False):
   """`_ipm` on the host, or lp.ipm's copy of it on the device."""
   if s.on_device:
     from bottleneck.lp import ipm  # pylint: disable=g-import-not-at-top
-    return ipm.run(f, h, box, s, enough, box_exit)
-  return _ipm(f, h, box, s, enough, box_exit)
+    return ipm.run(f, h, box, s, enough=enough, box_exit=box_exit)
+  return _ipm(f, h, box, s, enough=enough, box_exit=box_exit)
 
 
-def _ipm(f, h, box, s: Settings, enough: float = -np.inf,
+def _ipm(f, h, box, s: Settings, *, enough: float = -np.inf,
          box_exit: bool = False):
   """min t over w = (z, t) s.t. f w <= h, |z|_inf <= box (inequality form,
   f = [G, -1]). Returns (w, duals, on_box, converged); duals: the first

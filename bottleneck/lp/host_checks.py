@@ -71,7 +71,7 @@ def host_blas_threads(mesh) -> int:
 class HostChecks:
   """Callbacks of lp.stream for one solve (see the module docstring)."""
 
-  def __init__(self, facts, queue, basis, policy: verdicts.Policy,
+  def __init__(self, facts, queue, basis, *, policy: verdicts.Policy,
                delta: float, objective: str, tolerance: float,
                finish_after: int | None, first_check: int,
                device_finish_after: float | None = None):
@@ -155,8 +155,10 @@ class HostChecks:
     if not (bracket.closed(now.lower, now.upper, self.tolerance) or (
         due and exact is not None)):
       return None
-    return records.bracketed(facts, inst, *now[:3], age, start, self.delta,
-                             self.policy, self.tolerance, now.source)
+    return records.bracketed(facts, inst, *now[:3], iterations=age,
+                             start=start, delta=self.delta,
+                             policy=self.policy, tolerance=self.tolerance,
+                             source=now.source)
 
   def decide(self, index, x_rot, u, t, age, idle=False):
     """Decide mode: a record once a certificate holds, else None. In the
@@ -174,34 +176,38 @@ class HostChecks:
       x_v, mu_v = polish.basis(facts, inst.subset, inst.y, x)
       if x_v is not None and certificates.check_feasible(
           facts, inst.subset, inst.y, x_v, inst.threshold)["ok"]:
-        out = records.verify(facts, inst, "feasible", x_v, None, self.early,
-                             delta)
+        out = records.verify(facts, inst, "feasible", x_v, None,
+                             policy=self.early, delta=delta)
         if out[0] != "undecided":
-          return records.detail(inst, *out, "admm", age, start)
+          return records.detail(inst, *out, source="admm", iterations=age,
+                                start=start)
       if mu_v is not None:
         cert = certificates.check_infeasible_global(
             facts, inst.subset, inst.y, mu_v, inst.threshold)
         if cert["ok"]:
           return records.detail(inst, "infeasible", cert["t_lower"], cert,
-                                "admm", age, start)
-    out = records.verify(facts, inst, "infeasible", x, u,
-                         self.wide if index in self.collapsed else self.early,
-                         delta)
+                                source="admm", iterations=age, start=start)
+    out = records.verify(
+        facts, inst, "infeasible", x, u,
+        policy=self.wide if index in self.collapsed else self.early,
+        delta=delta)
     if out[0] != "undecided":
-      return records.detail(inst, *out, "admm", age, start)
+      return records.detail(inst, *out, source="admm", iterations=age,
+                            start=start)
     if out[2].get("collapsed"):
       self.collapsed.add(index)
     exact = self.exact_finish(index, x, u, age, now=finish_now)
     if exact is not None and exact[1] < inst.threshold:
       out = records.verify(facts, inst, "feasible", exact[2]["x"], None,
-                           self.early, delta)
+                           policy=self.early, delta=delta)
       if out[0] != "undecided":
-        return records.detail(inst, *out, "ipm", age, start)
+        return records.detail(inst, *out, source="ipm", iterations=age,
+                              start=start)
     if exact is not None and exact[0] >= inst.threshold:
       cert = dict(exact[2], kind="global", ok=True,
                   margin=float(inst.threshold - exact[0]))
-      return records.detail(inst, "infeasible", exact[0], cert, "ipm", age,
-                            start)
+      return records.detail(inst, "infeasible", exact[0], cert,
+                            source="ipm", iterations=age, start=start)
     return None
 
   def verify(self, index, claim, x_rot, mu):
@@ -210,9 +216,9 @@ class HostChecks:
     inst = self.queue[index]
     out = records.verify(self.facts, inst, claim,
                          rotation.to_original(self.basis, x_rot), mu,
-                         self.nominated, self.delta)
+                         policy=self.nominated, delta=self.delta)
     return None if out[0] == "undecided" else records.detail(
-        inst, *out, "admm", 0, start)
+        inst, *out, source="admm", iterations=0, start=start)
 
 
 class Carry:
@@ -241,16 +247,16 @@ class Carry:
       if inst.p is None and not facts.one_sided:  # No probabilities, no
         start = time.perf_counter()  # ray to look for: no pass over A.
         inherited = chains.inherit_feasible(
-            facts, parent.subset, cert["x"], cert["t_upper"], inst.subset,
-            inst.y, inst.threshold)
+            facts, parent.subset, cert["x"], parent_upper=cert["t_upper"],
+            subset=inst.subset, y=inst.y, threshold=inst.threshold)
         if inherited is not None:
           self.ready[child] = records.detail(
-              inst, "feasible", inherited["t_upper"], inherited, "chain", 0,
-              start)
+              inst, "feasible", inherited["t_upper"], inherited,
+              source="chain", iterations=0, start=start)
           continue
-      x = chains.feasible_candidate(facts, parent.subset, cert["x"],
-                                    cert["t_upper"], inst.subset, inst.y,
-                                    inst.threshold)
+      x = chains.feasible_candidate(
+          facts, parent.subset, cert["x"], parent_upper=cert["t_upper"],
+          subset=inst.subset, y=inst.y, threshold=inst.threshold)
       if x is not None:
         self.pending[child] = (x, index, cert)
 
@@ -275,8 +281,8 @@ class Carry:
       hold = self._lifted(point, above, 0.5 * (cert["t_upper"] +
                                                inst.threshold))
       x = None if hold is None else chains.feasible_candidate(
-          self.checks.facts, above, cert["x"], cert["t_upper"], inst.subset,
-          inst.y, inst.threshold, hold=hold)
+          self.checks.facts, above, cert["x"], parent_upper=cert["t_upper"],
+          subset=inst.subset, y=inst.y, threshold=inst.threshold, hold=hold)
       if x is not None:
         repaired.append((child, x))
         prep[child] = time.perf_counter() - start
@@ -314,10 +320,11 @@ class Carry:
       for (child, x), point in zip(chunk, points):
         start = time.perf_counter() - share - (prep or {}).get(child, 0.0)
         out = records.verify(facts, queue[child], "feasible", x, None,
-                             self.checks.early, self.checks.delta)
+                             policy=self.checks.early,
+                             delta=self.checks.delta)
         if out[0] == "feasible":
-          self.ready[child] = records.detail(queue[child], *out, "chain", 0,
-                                             start)
+          self.ready[child] = records.detail(
+              queue[child], *out, source="chain", iterations=0, start=start)
         else:
           failed.append((child, point))
     return failed
@@ -332,5 +339,6 @@ class Carry:
     cert = self.feed.infeasible(index)
     if cert is not None:
       return records.detail(self.checks.queue[index], "infeasible",
-                            cert["t_lower"], cert, "chain", 0, start)
+                            cert["t_lower"], cert, source="chain",
+                            iterations=0, start=start)
     return None

@@ -33,7 +33,7 @@ class Instance:
   # (lp.chains; `topm.sweeps(nested=True)`), None: alone.
 
 
-def make_instances(N: int, m: int, trials: int, problem: str, rng,
+def make_instances(N: int, m: int, trials: int, problem: str, rng, *,
                    eps: float = 0.05, delta: float = 0.1, targets=None,
                    subsets=None, draws=None) -> list[Instance]:
   """Random (or given) subsets with the targets of `problem`. `draws`
@@ -67,7 +67,7 @@ def make_instances(N: int, m: int, trials: int, problem: str, rng,
     p = p / p.sum()
     s = prescribed.scale(N, m, eps, delta)
     out.append(Instance(subset, prescribed.unscaled_targets(p, s), 1.0 - eps,
-                        p, s))
+                        p=p, scale=s))
   return out
 
 

@@ -51,7 +51,7 @@ class State(NamedTuple):
   converged: jax.Array  # The relative gap reached gap_tol.
 
 
-def init(f, h, mask, zmask, box, levels: int) -> State:
+def init(f, h, mask, zmask, box, *, levels: int) -> State:
   """z = 0, t above every row (s > 0), mu uniform over the real rows; the
   padded z coordinates' box multipliers 0, their slacks 1."""
   k, n = f.shape
@@ -74,7 +74,7 @@ def _step(pairs):
   return alpha
 
 
-def update(st: State, f, h, mask, zmask, box, enough, box_exit, levels,
+def update(st: State, f, h, mask, zmask, box, *, enough, box_exit, levels,
            gap_tol) -> State:
   """One iteration of finish._ipm's loop: the stopping tests, then (unless
   one stops) a predictor-corrector step."""
@@ -139,16 +139,17 @@ def update(st: State, f, h, mask, zmask, box, enough, box_exit, levels,
                                              "gap_tol"))
 def _run(f, h, mask, zmask, box, enough, box_exit, *, max_iters: int,
          levels: tuple, gap_tol: float):
-  st = init(f, h, mask, zmask, box, len(levels))
+  st = init(f, h, mask, zmask, box, levels=len(levels))
   levels_arr = jnp.asarray(levels)
   st = jax.lax.while_loop(
       lambda s: ~s.done & (s.it < max_iters),
-      lambda s: update(s, f, h, mask, zmask, box, enough, box_exit,
-                       levels_arr, gap_tol), st)
+      lambda s: update(s, f, h, mask, zmask, box, enough=enough,
+                       box_exit=box_exit, levels=levels_arr,
+                       gap_tol=gap_tol), st)
   return st.w, st.mu, st.duals, st.have, st.converged
 
 
-def run(f, h, box: float, settings, enough: float = -np.inf,
+def run(f, h, box: float, settings, *, enough: float = -np.inf,
         box_exit: bool = False):
   """finish._ipm's (w, duals (tightest first, the last iterate's mu
   first), on_box, converged), computed on JAX's default device."""

@@ -146,13 +146,14 @@ class Projection(NamedTuple):
   # where the dual objective sits near mu, before any row was dropped.
 
 
-def dual(a, subset, mu, x=None, support_factor: float = 2.0,
+def dual(a, subset, mu, x=None, support_factor: float = 2.0, *,
          rounds: int = 30, dtype=np.float32) -> np.ndarray:
   """`project`'s multipliers alone."""
-  return project(a, subset, mu, x, support_factor, rounds, dtype=dtype).mu
+  return project(a, subset, mu, x, support_factor, rounds=rounds,
+                 dtype=dtype).mu
 
 
-def project(a, subset, mu, x=None, support_factor: float = 2.0,
+def project(a, subset, mu, x=None, support_factor: float = 2.0, *,
             rounds: int = 30, y=None, dtype=np.float32) -> Projection:  # pylint: disable=too-many-locals
   """Moves mu so that A_R^T mu lies in the row space of A_S (to ~1e-15).
 

@@ -85,7 +85,8 @@ class Record(NamedTuple):
   cert: dict | None = None
 
 
-def solve_special(solve_one, a, facts, inst: Instance, pairs, zeros) -> dict:
+def solve_special(solve_one, a, facts, inst: Instance, *, pairs,
+                  zeros) -> dict:
   """An instance whose subset holds all-zero rows (`zeros`) or identical
   rows i, j (`pairs`).
 
@@ -101,15 +102,15 @@ def solve_special(solve_one, a, facts, inst: Instance, pairs, zeros) -> dict:
     if inst.y[i] != 0:
       zero = not np.any(facts.rows(inst.subset[[i]]))
       return detail(inst, "infeasible" if zero else "undecided", np.inf,
-                    {"ok": zero, "kind": "zero_row"}, "zero_row", 0,
-                    start).fields
+                    {"ok": zero, "kind": "zero_row"}, source="zero_row",
+                    iterations=0, start=start).fields
   for i, j in pairs:
     if inst.y[i] != inst.y[j]:
       rows = inst.subset[[i, j]]
       same = bool(np.array_equal(facts.rows(rows[:1]), facts.rows(rows[1:])))
       return detail(inst, "infeasible" if same else "undecided", np.inf,
-                    {"ok": same, "kind": "twin_rows"}, "twin_rows", 0,
-                    start).fields
+                    {"ok": same, "kind": "twin_rows"}, source="twin_rows",
+                    iterations=0, start=start).fields
   drop = [j for _, j in pairs] + list(zeros)
   keep_rows = np.setdiff1d(np.arange(a.shape[0]), inst.subset[drop])
   position = np.full(a.shape[0], -1)
@@ -273,8 +274,8 @@ def power_of_two_scaled(a, in_place: bool = False,
   return a * factor
 
 
-def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
-            exact_fallback) -> Record:
+def decide(facts, inst: Instance, claim, x, mu, *, iterations, policy,
+           delta, exact_fallback) -> Record:
   """Checks one instance's candidate certificate (HiGHS if undecided).
 
   `certificate` says which kind of evidence was checked ('embedding',
@@ -283,7 +284,8 @@ def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
   proves into `lower_bound` / `upper_bound` on t*.
   """
   start = time.perf_counter()
-  verdict, bound, cert = verify(facts, inst, claim, x, mu, policy, delta)
+  verdict, bound, cert = verify(facts, inst, claim, x, mu, policy=policy,
+                                delta=delta)
   source = "admm"
   if verdict == "undecided" and exact_fallback:
     sol = exact.solve(np.asarray(facts.a, np.float64), inst.subset, inst.y)
@@ -298,14 +300,15 @@ def decide(facts, inst: Instance, claim, x, mu, iterations, policy, delta,
     else:
       claim = "feasible" if sol["t"] < inst.threshold else "infeasible"
       verdict, bound, cert = verify(facts, inst, claim, sol["x"],
-                                     sol["mu"], policy, delta)
+                                    sol["mu"], policy=policy, delta=delta)
       cert["highs_t"] = sol["t"]
-  return detail(inst, verdict, bound, cert, source, iterations, start)
+  return detail(inst, verdict, bound, cert, source=source,
+                iterations=iterations, start=start)
 
 
-def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
-               start, delta, policy, tolerance, source: str = "admm"
-               ) -> Record:
+def bracketed(facts, inst: Instance, lower, upper, evidence, *, iterations,
+              start, delta, policy, tolerance, source: str = "admm"
+              ) -> Record:
   """Solve mode's record: t* in [lower, upper] (certified); the verdict
   follows from the bracket (FEASIBLE re-checked at its embedding, with the
   probabilities for prescribed targets)."""
@@ -313,12 +316,12 @@ def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
   if lower >= inst.threshold:
     verdict = "infeasible"
   elif upper < inst.threshold and evidence.get("x") is not None:
-    verdict = verify(facts, inst, "feasible", evidence["x"], None, policy,
-                      delta)[0]
+    verdict = verify(facts, inst, "feasible", evidence["x"], None,
+                     policy=policy, delta=delta)[0]
   elif upper == -np.inf:
     verdict = "feasible"
-  out = detail(inst, verdict, float("nan"), evidence, source, iterations,
-               start)
+  out = detail(inst, verdict, float("nan"), evidence, source=source,
+               iterations=iterations, start=start)
   out.fields.update(
       lower_bound=float(lower), upper_bound=float(upper),
       bracket_closed=bracket.closed(lower, upper, tolerance),
@@ -329,7 +332,7 @@ def bracketed(facts, inst: Instance, lower, upper, evidence, iterations,
   return out
 
 
-def detail(inst: Instance, verdict, bound, cert, source, iterations,
+def detail(inst: Instance, verdict, bound, cert, *, source, iterations,
            start) -> Record:
   """One instance's record. The solver stops as soon as a side is proved,
   so t* is reported as certified bounds, not an optimum: `upper_bound`
@@ -352,8 +355,9 @@ def detail(inst: Instance, verdict, bound, cert, source, iterations,
       "verify_seconds": time.perf_counter() - start}, cert)
 
 
-def verify(facts, inst: Instance, claim, x, mu, policy, delta):
+def verify(facts, inst: Instance, claim, x, mu, *, policy, delta):
   """verdicts.verify on one instance (mu may be a raw dual iterate:
   verify clips it to >= 0 and zeroes it on S)."""
-  return verdicts.verify(facts, inst.subset, inst.y, inst.threshold,
-                             claim, x, mu, policy, inst.p, inst.scale, delta)
+  return verdicts.verify(facts, inst.subset, inst.y, inst.threshold, claim,
+                         x, mu, policy=policy, p=inst.p, scale=inst.scale,
+                         delta=delta)

@@ -66,8 +66,8 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
     return freeze(admm.init(shared, problem, settings), active)
 
   def advance(shared, state, max_steps, stop_below, nominate_from):
-    return admm.run_until(shared, state, settings, max_steps, stop_below,
-                          nominate_from)
+    return admm.run_until(shared, state, settings, max_steps=max_steps,
+                          stop_below=stop_below, nominate_from=nominate_from)
 
   def refill(shared, state, problem, replace, active):
     new = admm.refill(shared, state, problem, replace, settings)
@@ -93,14 +93,16 @@ def compiled(settings: admm.Settings, mesh, batch: int, m_pad: int, n: int,
   # autotuner's compile time.
   jit = functools.partial(jax.jit, out_shardings=state_sh)
   return Compiled(
-      jit(advance, in_shardings=(rep, state_sh, None, None, b1),
-          donate_argnums=1),
-      jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
-          donate_argnums=1),
-      jit(admm.resume, in_shardings=(state_sh, b1), donate_argnums=0),
-      jit(lambda state, which: freeze(state, ~which),
-          in_shardings=(state_sh, b1), donate_argnums=0),
-      state_sh, state_shape, problem_shape, shared_shape)
+      advance=jit(advance, in_shardings=(rep, state_sh, None, None, b1),
+                  donate_argnums=1),
+      refill=jit(refill, in_shardings=(rep, state_sh, problem_sh, b1, b1),
+                 donate_argnums=1),
+      resume=jit(admm.resume, in_shardings=(state_sh, b1),
+                 donate_argnums=0),
+      freeze=jit(lambda state, which: freeze(state, ~which),
+                 in_shardings=(state_sh, b1), donate_argnums=0),
+      state_sharding=state_sh, state_shape=state_shape,
+      problem_shape=problem_shape, shared_shape=shared_shape)
 
 
 class Finished(NamedTuple):
@@ -152,8 +154,8 @@ class Fifo:
     return bool(self.pending)
 
 
-def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
-        m_pad: int, mesh, decide: Decide | None = None,
+def run(shared: rotation.Shared, instances, settings: admm.Settings,
+        batch: int, m_pad: int, mesh, *, decide: Decide | None = None,
         first_check: int = 100, verify: Verify | None = None,
         feed: Feed | None = None,
         started: Callable[[], None] | None = None) -> Iterator[Finished]:
@@ -183,7 +185,8 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
   def take():  # The next instance to run, or -1: a waiting one (its chain
     for force in (False, True):  # busy) rather than an idle slot.
       done, j = feed.next(force)
-      settled.extend(Finished(i, "decided", None, None, 0, verdict)
+      settled.extend(Finished(index=i, claim="decided", x_rot=None,
+                              mu=None, iterations=0, decided=verdict)
                      for i, verdict in done)
       if j >= 0 or not feed.left():
         endgame[0] |= force or j < 0
@@ -243,8 +246,9 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
         if verdict is None:
           resumed.append(i)  # Not certified: iterate on.
           continue
-      yield Finished(slots[i], claim, x_rot[i], mu_i, age, verdict, running,
-                     int(now))
+      yield Finished(index=slots[i], claim=claim, x_rot=x_rot[i], mu=mu_i,
+                     iterations=age, decided=verdict, running=running,
+                     clock=int(now))
     if resumed:
       which = np.zeros(batch, bool)
       which[resumed] = True
@@ -261,9 +265,10 @@ def run(shared: rotation.Shared, instances, settings: admm.Settings, batch: int,
     if ahead:
       state = advance(state, int(now))
       tail = sum(j >= 0 for j in slots) <= full // 4  # Idle host: the
-      finished += yield from _check(decide, offers, slots, next_check, n,
-                                    running, int(now), step if tail else 0,
-                                    tail or endgame[0])
+      finished += yield from _check(
+          decide, offers, slots, next_check, n_rows=n, running=running,
+          clock=int(now), every=step if tail else 0,
+          idle=tail or endgame[0])
     queued = feed.left()
     for i in finished:  # The next queued instance takes the slot.
       slots[i] = take()
@@ -294,7 +299,7 @@ def _due(state: admm.State, slots, status, ages, next_check):
   return [(i, x[i], u[i], idx[i], float(t[i]), int(ages[i])) for i in due]
 
 
-def _check(decide: Decide, offers, slots, next_check, n_rows: int,
+def _check(decide: Decide, offers, slots, next_check, *, n_rows: int,
            running: tuple, clock: int, every: int = 0, idle: bool = False):
   """Offers the due slots to `decide` (u as an [N] vector, one at a time);
   yields what it settles and returns those slots (their next offers are
@@ -309,6 +314,8 @@ def _check(decide: Decide, offers, slots, next_check, n_rows: int,
       next_check[i] = age + (every or age)
       continue
     released.append(i)
-    yield Finished(slots[i], "decided", x, u, age, verdict,
-                   tuple(r for r in running if r[0] != slots[i]), clock)
+    yield Finished(index=slots[i], claim="decided", x_rot=x, mu=u,
+                   iterations=age, decided=verdict,
+                   running=tuple(r for r in running if r[0] != slots[i]),
+                   clock=clock)
   return released

@@ -54,7 +54,7 @@ class Policy:
                        f"{self.widen!r}.")
 
 
-def verify(a, subset, y, threshold: float, claim: str, x, mu,
+def verify(a, subset, y, threshold: float, claim: str, x, mu, *,
            policy: Policy = Policy(), p=None, scale: float | None = None,
            delta: float = 0.1) -> tuple[str, float, dict]:
   """(verdict, the bound on t* it proves, evidence) for a solver's candidate.
@@ -75,7 +75,8 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
     cert = certificates.check_feasible(a, subset, y, x, threshold)
     if cert["ok"] and p is not None:
       probs = certificates.check_probabilities(
-          a, subset, cert["x"], p, scale, delta, policy.ratio_rtol)
+          a, subset, cert["x"], p, scale=scale, delta=delta,
+          ratio_rtol=policy.ratio_rtol)
       cert["ok"] = probs["ok"]
       cert.update(rest_mass=probs["rest_mass"],
                   ratio_rel_error=probs["ratio_rel_error"])
@@ -99,8 +100,9 @@ def verify(a, subset, y, threshold: float, claim: str, x, mu,
       if cert["ok"]:
         return "infeasible", cert["t_lower"], cert
       if not policy.mid_run and (ball is None or not ball["ok"]):
-        ball = certificates.check_infeasible(a, subset, y, polished,
-                                             threshold, policy.radius_factor)
+        ball = certificates.check_infeasible(
+            a, subset, y, polished, threshold,
+            radius_factor=policy.radius_factor)
       collapsed = bool(projection.collapsed and projection.value >=
                        threshold + policy.widen_margin * abs(threshold))
       if policy.widen == "collapsed" and not collapsed:

@@ -9,6 +9,8 @@
   families/     thin per-family mappers (config + tensor names)
   registry      HF model_type / GGUF architecture -> family
   loaders       HF folders and GGUF files -> (params, config, tokenizer)
+  build         a run config's `model` block -> GPT or Transformer config
+  validate      one validation of a loaded model before use
   weights       dtype, memory estimate and tree checks the loaders share
   generate      jitted decoding
 

@@ -47,6 +47,18 @@ def model_config(m):
     ) from None
 
 
+# Every field of the `model` block and its default (configs/base.py's;
+# tests/config_checks_test.py keeps the two equal): what a field meant to
+# a run whose config.json predates it (checkpoint.check_workdir).
+DEFAULTS = {"family": "gpt", "arch": "", "vocab_size": 50257,
+            "block_size": 128, "n_layer": 4, "n_head": 1, "n_embd": 64,
+            "dropout": 0.0, "qkv_bias": False, "head": "untied",
+            "head_rank": 0, "head_bias": True, "activation": "gelu",
+            "layer_norm_eps": 1e-5, "dtype": "float32", "n_kv_head": 0,
+            "ffn_dim": 0, "head_dim": 0, "rope_theta": 10000.0,
+            "mlp": "swiglu", "remat": False}
+
+
 # Fields of the `model` block the llama family has no use for: the value
 # it accepts (their default but head_bias's, which every llama config sets
 # False) and why.

@@ -1,22 +1,79 @@
-"""What the claims ledger is made of (train/report/ledger.py): a claim, the
-verdict words, and helpers the claim modules share."""
+"""What the claims ledger is made of (train/report/ledger.py): the verdict
+words, a section's Verdict, a Claim, and helpers the claim readers share.
+
+Each report module that tests a paper's claim exports CLAIMS, a tuple of
+Claim; the ledger registers the modules (ledger.CLAIM_MODULES)."""
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, NamedTuple
 
+# The verdict vocabulary: a ledger row's verdict starts with one of these.
 REPRODUCED, SMALLER = "reproduced", "reproduced at a smaller scale"
 DISAGREES, CANNOT, NOT_RUN = "disagrees", "cannot tell", "not run"
+MAX_OURS = 400  # Characters of a verdict's sentence a ledger row shows.
+
+
+class Verdict(NamedTuple):
+  """A section's conclusion as data: the ledger reads `word` and
+  `sentence`, the section prints `markdown(verdict)` ('**Agrees with
+  ...**: sentence'). New fields take defaults, so readers keep working."""
+  word: str  # SMALLER (agrees at CPU size), DISAGREES or CANNOT.
+  sentence: str  # What our numbers say: the ledger row's `ours`.
+  claim: str = ""  # The paper's claim tested, as the markdown quotes it.
+  cite: str = ""  # Where in the paper ('seed 003 Fig. 7'), when the bold
+  #                 opening names it and the claim follows in parentheses.
+  extent: str = ""  # How far it agrees, inside the bold ('in direction').
+  continues: bool = False  # The sentence continues the bold opening.
+
+
+def markdown(v: Verdict) -> str:
+  """The section's opening sentence of a Verdict: '**Agrees with C**: s',
+  '**Disagrees with C**: s', '**Cannot tell** (C): s'; with a `cite`,
+  '**Agrees with cite** (C): s' and '**Cannot tell** (cite; C): s'."""
+  named = v.cite or v.claim
+  if v.word == CANNOT:
+    return (f"**Cannot tell** ({'; '.join(x for x in (v.cite, v.claim) if x)}"
+            f"): {v.sentence}")
+  bold = ("Disagrees" if v.word == DISAGREES else "Agrees") + (
+      f" with {named}" + (f" {v.extent}" if v.extent else ""))
+  tail = f" ({v.claim}): " if v.cite else " " if v.continues else ": "
+  return f"**{bold}**{tail}{v.sentence}"
+
+
+def reading(v: Verdict, scale: str) -> tuple[str, str, str]:
+  """A ledger row's (ours, scale, verdict) of a section's Verdict: its
+  sentence (cut to MAX_OURS characters) and its word."""
+  ours = v.sentence
+  ours = ours if len(ours) < MAX_OURS else ours[:MAX_OURS - 3] + "..."
+  return ours, scale, v.word
 
 
 class Claim(NamedTuple):
+  """One ledger row: a claim of a paper and how our numbers decide it."""
   paper: str  # seed 001 .. 004
   where: str  # Figure / table / section of the paper.
   says: str  # The paper's number, as it states it.
-  section: str  # The report section whose numbers decide it.
-  read: Callable[[dict, dict], tuple[str, str, str]]  # -> ours, scale, verdict
+  sections: tuple[str, ...]  # Report sections whose numbers decide it.
+  # (results.json's sections, the report's config) -> (ours, our scale,
+  # verdict); called when at least one of `sections` is in the report.
+  read: Callable[[dict, dict], tuple[str, str, str]]
+
+
+def on(paper: str, where: str, says: str, section: str,
+       read: Callable[[dict, dict], tuple[str, str, str]]) -> Claim:
+  """A claim decided by one section: read(its numbers, config)."""
+  return Claim(paper, where, says, (section,),
+               lambda sections, config: read(sections[section], config))
+
+
+def on_every_subject(paper: str, where: str, says: str, key: str,
+                     read: Callable[[list], tuple[str, str, str]]) -> Claim:
+  """A claim read on the probe model (section `encoding`) and on every
+  real LLM (section `real_llm`): read([(name, numbers[key])])."""
+  return Claim(paper, where, says, ("encoding", "real_llm"),
+               lambda sections, config: read(probe_and_real(sections, key)))
 
 
 class Unread(Exception):
@@ -75,19 +132,6 @@ def records(obj, *keys, need=(), at: str = "") -> list[dict]:
     for k in need:
       num(r, k, at=f"{field}[{i}]")
   return out
-
-
-def from_sentence(sentence: str, scale: str) -> tuple[str, str, str]:
-  """A section's verdict sentence ('**Agrees ...', '**Disagrees ...',
-  '**Cannot tell** ...') as (ours: the sentence after its bold opening,
-  scale, verdict); CPU runs are smaller than the papers', so agreement is
-  'reproduced at a smaller scale'."""
-  ours = sentence.split("**", 2)[-1].lstrip(" :")
-  ours = re.sub(r"^\((?:[^()]|\([^()]*\))*\):?\s*", "", ours)  # The paper's.
-  ours = ours if len(ours) < 400 else ours[:397] + "..."
-  verdict = (SMALLER if sentence.startswith("**Agrees") else DISAGREES
-             if sentence.startswith("**Disagrees") else CANNOT)
-  return ours, scale, verdict
 
 
 def real(s, key, need: bool = True):

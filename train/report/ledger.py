@@ -6,9 +6,10 @@ a report's results.json (the numbers its sections saved), never typed in.
 The report opens with it (train/report/runner.py). A row: paper, where in
 it, the paper's number, ours (read from the section's numbers), our scale,
 and a verdict: reproduced | reproduced at a smaller scale | disagrees |
-cannot tell | not run. A claim is one entry of CLAIMS (claims_seed001.py,
-claims_training.py): its section and a function of that section's numbers
-(and the report's config); adding one is a function and a line there.
+cannot tell | not run. A claim (claim.Claim) is one entry of the CLAIMS of
+the report module whose section decides it (its sections and a function of
+their numbers and the report's config); CLAIM_MODULES registers the modules,
+one line each. Rows are in paper order, each paper's in registry order.
 """
 
 from __future__ import annotations
@@ -19,15 +20,28 @@ import re
 from absl import flags
 
 from bottleneck.io import hf
-from train.report import claims_seed001, claims_training
+from train.report import (lowrank, real_llm, seed001_bounds,
+                          seed001_lp_claims, seed001_trained, seed002,
+                          seed003, seed004, spamlang)
 from train.report.section import table
-from train.report.claim import NOT_RUN, Claim, Unread, probe_and_real
+from train.report.claim import NOT_RUN, Claim, Unread
 # The verdict words, for callers that read rows (tests, notebooks).
 from train.report.claim import CANNOT, DISAGREES, REPRODUCED, SMALLER  # pylint: disable=unused-import
 
 RESULTS_VERSION = 2  # results.json's "version": 2 = sections + the ledger.
-CLAIMS: tuple[Claim, ...] = claims_seed001.CLAIMS + claims_training.CLAIMS
-MULTI = claims_training.MULTI
+CLAIM_MODULES = (  # Adding an experiment's rows is one line here.
+    seed001_bounds,
+    seed001_lp_claims,
+    seed001_trained,
+    seed002,
+    lowrank,
+    spamlang,
+    seed003,
+    seed004,
+    real_llm,
+)
+CLAIMS: tuple[Claim, ...] = tuple(sorted(
+    (c for m in CLAIM_MODULES for c in m.CLAIMS), key=lambda c: c.paper))
 
 
 class Malformed(ValueError):
@@ -60,6 +74,11 @@ def _read(read, args, where: str, strict: bool) -> tuple[str, str, str]:
     return "-", "-", f"{NOT_RUN}: {where} is malformed ({e})"
 
 
+def _sections_named(names) -> str:
+  return (f"section `{names[0]}`" if len(names) == 1 else
+          "sections " + " / ".join(f"`{n}`" for n in names))
+
+
 def rows(sections: dict, config: dict, strict: bool = False) -> list[dict]:
   """The ledger of a report's sections (results.json's 'sections') under
   its config (results.json's 'config'); a section the ledger cannot read
@@ -67,24 +86,15 @@ def rows(sections: dict, config: dict, strict: bool = False) -> list[dict]:
   out = []
   for c in CLAIMS:
     row = {"paper": f"seed {c.paper}", "where": c.where, "paper_says": c.says}
-    if c.section not in sections:
-      row.update(ours="-", scale="-", verdict=f"{NOT_RUN} (section "
-                 f"`{c.section}` not in this report)")
+    if not set(c.sections) & set(sections):
+      noun = "section" if len(c.sections) == 1 else "sections"
+      names = ", ".join(f"`{n}`" for n in c.sections)
+      row.update(ours="-", scale="-",
+                 verdict=f"{NOT_RUN} ({noun} {names} not in this report)")
     else:
       row.update(zip(("ours", "scale", "verdict"), _read(
-          c.read, (sections[c.section], config), f"section `{c.section}`",
-          strict)))
+          c.read, (sections, config), _sections_named(c.sections), strict)))
     out.append(row)
-  for paper, where, says, key, read in MULTI:
-    row = {"paper": f"seed {paper}", "where": where, "paper_says": says}
-    if not {"encoding", "real_llm"} & set(sections):
-      ours, scale, verdict = "-", "-", (
-          f"{NOT_RUN} (sections `encoding`, `real_llm` not in this report)")
-    else:
-      ours, scale, verdict = _read(
-          lambda: read(probe_and_real(sections, key)), (),
-          "sections `encoding` / `real_llm`", strict)
-    out.append(dict(row, ours=ours, scale=scale, verdict=verdict))
   return out
 
 

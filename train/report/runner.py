@@ -29,8 +29,9 @@ import time
 from typing import NamedTuple
 
 from bottleneck.io import cli, lock
-from train.report import (ledger, real_llm, seed001_bounds, seed001_lp,
-                          seed001_trained, seed002, seed003, seed004)
+from train.report import (ledger, lowrank, real_llm, seed001_bounds,
+                          seed001_lp, seed001_trained, seed002, seed003,
+                          seed004, spamlang)
 from train.report import section as section_lib
 
 class Spec(NamedTuple):
@@ -53,8 +54,8 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "trained": Spec(seed001_lp.trained_vs_random, 34),
     "training": Spec(seed004.training, 170, 1480),
     "gradient": Spec(seed002.gradient_bottleneck, 75),
-    "lowrank": Spec(seed002.lowrank_sweep, 200, 1200),
-    "spamlang": Spec(seed002.spamlang_sweep, 80, 2700),
+    "lowrank": Spec(lowrank.section, 200, 1200),
+    "spamlang": Spec(spamlang.section, 80, 2700),
     "encoding": Spec(seed003.encoding_section, 20),
     "appendices": Spec(seed001_trained.appendices, 10),
     "real_llm": Spec(real_llm.real_llm, 390),

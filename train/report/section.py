@@ -54,12 +54,12 @@ def figure(fig, outdir: str, name: str, caption: str = "") -> str:
 
 
 def probe_subject(config, outdir: str):
-  """The report's trained probe model (train/training/experiments.py)."""
+  """The report's trained probe model (training_runs.probe_model_run)."""
   from train.probes import subjects  # pylint: disable=g-import-not-at-top
-  from train.training import experiments  # pylint: disable=g-import-not-at-top
+  from train.report import training_runs  # pylint: disable=g-import-not-at-top
   return subjects.load_subject(
-      workdir=experiments.probe_model_run(config.probes.steps, outdir,
-                                          config.probes.plays))
+      workdir=training_runs.probe_model_run(config.probes.steps, outdir,
+                                            config.probes.plays))
 
 
 def text_pass(subject, spec: str, windows: int, seed: int,

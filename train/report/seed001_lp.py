@@ -15,6 +15,7 @@ from bottleneck import bounds, prescribed, stats, topm
 from bottleneck.io import cli, matrices, plots
 from bottleneck.lp import admm
 from train.text import corpora
+from train.report.claim import DISAGREES, SMALLER, Verdict, markdown
 from train.report.section import Section, figure, table
 
 _COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
@@ -29,7 +30,8 @@ def _sweeps(a, c, m_values, problems, seed, targets=None, trials=None,
             **solve_kwargs) -> dict:
   """{problem: records}, every problem in one LP stream (one compile)."""
   return topm.sweeps(a, m_values, trials or c.trials, list(problems), seed,
-                     c.eps, c.delta, targets, settings=_settings(c),
+                     eps=c.eps, delta=c.delta, targets=targets,
+                     settings=_settings(c),
                      batch=c.batch, exact_fallback=c.exact_fallback,
                      progress=True, **solve_kwargs)
 
@@ -198,7 +200,7 @@ PAPER_NATURAL = ("the paper: next-token probabilities of GPT-2 on news as "
                  "targets give a curve little different from uniform ones")
 
 
-def natural_verdict(natural, uniform, spread, eps: float) -> str:
+def natural_verdict(natural, uniform, spread, eps: float) -> Verdict:
   """Appendix D read off the two sweeps (same subsets), with what eq. (17)
   allows: targets only move the LP's right-hand side within [1, 1 + R],
   against a gap eps to the other tokens' threshold."""
@@ -220,11 +222,9 @@ def natural_verdict(natural, uniform, spread, eps: float) -> str:
                "only subsets whose optimum lies within about R of the "
                "threshold can change verdict, and agreement is what the "
                "scaling predicts for any targets")
-  if len(differ) <= len(natural) // 4:
-    return (f"**Agrees with seed 001 App. D** ({PAPER_NATURAL}): {counts}. "
-            f"{why}{reading}.")
-  return (f"**Disagrees with seed 001 App. D** ({PAPER_NATURAL}): {counts}."
-          f" {why}{reading}.")
+  return Verdict(SMALLER if len(differ) <= len(natural) // 4 else DISAGREES,
+                 f"{counts}. {why}{reading}.", PAPER_NATURAL,
+                 "seed 001 App. D")
 
 
 def regime_note(rows_d) -> str:
@@ -247,7 +247,7 @@ def natural_targets(config, outdir: str) -> Section:
   uniform, natural = curves["probs"], curves["natural"]
   spread = target_spreads(targets, c.N, m_values, c.eps, c.delta)
   body = "\n\n".join([
-      natural_verdict(natural, uniform, spread, c.eps),
+      markdown(natural_verdict(natural, uniform, spread, c.eps)),
       f"Random {c.N}x{c.d} OPM. `natural`: the top-m probabilities of one of "
       f"{targets.shape[0]} empirical next-word distributions P(w' | w) "
       f"(Shakespeare, {c.files} plays, the most frequent context words), "
@@ -294,7 +294,7 @@ PAPER_TRAINED = ("the paper: GPT-2's trained head selects like a random "
                  "one of its size, Fig. 1 solid vs dotted")
 
 
-def trained_verdict(curves: dict) -> str:
+def trained_verdict(curves: dict) -> Verdict:
   """Trained against its Gaussian twin (the first two curves: name ->
   records over m): a pooled two-proportion test at each m (5 %, two-sided,
   |z| > 1.96), and on which side the trained fractions lie."""
@@ -311,15 +311,17 @@ def trained_verdict(curves: dict) -> str:
           f"{abs(z):.2f} at m = {m} ({a[0]['trials']} subsets per m); the "
           f"trained fractions are {side}")
   if abs(z) > 1.96:
-    return (f"**Disagrees with seed 001 Fig. 1** ({PAPER_TRAINED}): {said}"
-            f"; the fractions differ at m = {m} (two-proportion test, 5 %).")
+    return Verdict(DISAGREES, f"{said}; the fractions differ at m = {m} "
+                   "(two-proportion test, 5 %).", PAPER_TRAINED,
+                   "seed 001 Fig. 1")
   # The difference such a test finds 4 times in 5 (near p = 0.5).
   detectable = (1.96 + 0.84) * math.sqrt(0.5 / a[0]["trials"])
   power = (f"the test finds a difference of {detectable:.2f} in fraction 4 "
            "times in 5; smaller ones go unseen" if detectable < 1 else
            "the test has no power")
-  return (f"**Agrees with seed 001 Fig. 1** ({PAPER_TRAINED}): {said}; no "
-          f"m differs at 5 % (with {a[0]['trials']} subsets per m {power}).")
+  return Verdict(SMALLER, f"{said}; no m differs at 5 % (with "
+                 f"{a[0]['trials']} subsets per m {power}).", PAPER_TRAINED,
+                 "seed 001 Fig. 1")
 
 
 def trained_vs_random(config, outdir: str) -> Section:
@@ -364,7 +366,7 @@ def trained_vs_random(config, outdir: str) -> Section:
                           "below the dashed line S is selectable, and the "
                           "distance to it is the margin."))
   body = "\n\n".join([
-      trained_verdict(curves),
+      markdown(trained_verdict(curves)),
       "Equal-logit top-m question on trained output matrices and on "
       f"Gaussian matrices of the same size ({c.trials} subsets per m).",
       *lines, *figures])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bottleneck import topm
 from bottleneck.io import cli, matrices, plots
 from train.probes import head
+from train.report import claim
 from train.report.section import (Section, figure, probe_subject, table,
                                   text_pass)
 
@@ -62,3 +63,23 @@ def appendices(config, outdir: str) -> Section:
   return Section("Seed 001 Appendices A, D, E on trained heads", body,
                  {"cumulative": cum, "rowstats": row_tables,
                   "lp_trained_targets": trained, "lp_uniform": uniform})
+
+
+def read_appendix_a(s, cfg):
+  """App. A / Fig. 4 on the probe model: tokens for 0.9 of the mass."""
+  cum = s["cumulative"]
+  for k in ("tokens_for_0.9_of_mean_curve", "tokens_for_0.9_median", "V",
+            "positions"):
+    claim.num(cum, k, at="cumulative")
+  ours = (f"{cum['tokens_for_0.9_of_mean_curve']} tokens (mean curve "
+          "reaches 0.9), per-position median "
+          f"{cum['tokens_for_0.9_median']:.0f}; V = {cum['V']}, "
+          f"{cum['positions']} positions")
+  return ours, "the probe model (V = 4096, not GPT-2's 50257)", (
+      f"{claim.CANNOT}: another vocabulary and text than the paper's")
+
+
+CLAIMS = (
+    claim.on("001", "App. A / Fig. 4", "~200 tokens for 0.9 of the mass "
+             "(GPT-2, news)", "appendices", read_appendix_a),
+)

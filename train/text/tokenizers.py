@@ -17,55 +17,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
 import importlib.util
 import json
 import os
-from typing import Callable
 
-EOT = "<|endoftext|>"
-# Bump when this module or train/text/vocab.py changes how a definition
-# becomes token ids: every token cache keyed by the old digests is dropped.
-ENCODING_VERSION = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Tokenizer:
-  name: str  # What a report calls it (not a cache key: see `digest`).
-  vocab_size: int
-  eot_id: int  # Separates documents.
-  encode: Callable[[str], list[int]]  # Never adds BOS.
-  decode: Callable[[list[int]], str]
-  bos_id: int | None = None  # Prepended to windows / prompts when set.
-  # The full definition as text (vocabulary, merges or scores, normalizer,
-  # pre-tokenizer, special tokens, flags): `tokenizers.Tokenizer.to_str()`
-  # for the BPEs, called only when a cache needs the digest.
-  definition: Callable[[], str] = dataclasses.field(
-      default=lambda: "", repr=False, compare=False)
-  # Many texts at once (the `tokenizers` library's threads); None: one
-  # `encode` per text.
-  encode_batch: Callable[[list[str]], list[list[int]]] | None = (
-      dataclasses.field(default=None, repr=False, compare=False))
-
-  def encode_many(self, texts: list[str]) -> list[list[int]]:
-    if self.encode_batch is None:
-      return [self.encode(t) for t in texts]
-    return self.encode_batch(texts)
-
-  @functools.cached_property
-  def digest(self) -> str:
-    """sha256 of what decides the ids: the definition, the wrapper's flags
-    and ENCODING_VERSION. Token caches are keyed by it, so two tokenizers
-    that share a name (two files called model.gguf) never share a cache."""
-    text = self.definition()
-    if not text:
-      raise ValueError(f"tokenizer {self.name!r} has no definition to key "
-                       "a token cache by.")
-    flags = (f"v{ENCODING_VERSION}|{self.vocab_size}|{self.eot_id}|"
-             f"{self.bos_id}|")
-    return hashlib.sha256((flags + text).encode()).hexdigest()
+from train.text import vocab
+# The record every tokenizer is, from the base module vocab shares (callers
+# keep writing tokenizers.Tokenizer and tokenizers.EOT).
+from train.text.tokenizer_base import (  # pylint: disable=unused-import
+    ENCODING_VERSION, EOT, Tokenizer)
 
 
 def gpt2_files() -> tuple[str, str]:
@@ -154,7 +115,7 @@ def _hf(directory: str) -> Tokenizer:
       tok.sep_token_id if tok.sep_token_id is not None else 0)
   return Tokenizer(f"hf:{directory}", len(tok), int(eot),
                    lambda text: tok.encode(text, add_special_tokens=False),
-                   lambda ids: tok.decode(list(ids)), _bos(tok),
+                   lambda ids: tok.decode(list(ids)), bos_id=_bos(tok),
                    definition=lambda: _hf_definition(tok, directory))
 
 
@@ -231,7 +192,6 @@ NAMES = "gpt2, byte, hf:DIR, gguf:PATH, smollm2, gemma3 or bpe:N"
 def _gguf(path: str) -> Tokenizer:
   """The tokenizer a GGUF file's metadata holds (SmolLM2's, Gemma 3's)."""
   from bottleneck.io import gguf_file  # pylint: disable=g-import-not-at-top
-  from train.text import vocab  # pylint: disable=g-import-not-at-top
   return vocab.from_gguf(gguf_file.Metadata(
       gguf_file.reader(path, "data.tokenizer"), path))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from train.text import tokenizers
+from train.text.tokenizer_base import Tokenizer
 
 SPACE = "\u2581"
 # GGUF token types (llama.cpp's llama_token_type).
@@ -40,22 +40,23 @@ _PRE = {
 }
 
 
-def _wrap(tok, name: str, eos: int, bos: int | None,
-          space_prefix: bool = False) -> tokenizers.Tokenizer:
+def _wrap(tok, name: str, *, eos: int, bos: int | None,
+          space_prefix: bool = False) -> Tokenizer:
   """`space_prefix`: SentencePiece's dummy prefix, one space before the
   text (add_space_prefix)."""
   prefix = " " if space_prefix else ""
-  return tokenizers.Tokenizer(
+  return Tokenizer(
       name, tok.get_vocab_size(), eos, lambda text: tok.encode(
           prefix + text, add_special_tokens=False).ids,
-      lambda ids: tok.decode(list(ids), skip_special_tokens=False), bos,
-      definition=lambda: f"gguf|prefix={prefix!r}|{tok.to_str()}",
+      lambda ids: tok.decode(list(ids), skip_special_tokens=False),
+      bos_id=bos, definition=lambda: f"gguf|prefix={prefix!r}|{tok.to_str()}",
       encode_batch=lambda texts: [e.ids for e in tok.encode_batch(
           [prefix + t for t in texts], add_special_tokens=False)])
 
 
-def bpe_tokenizer(name: str, tokens, merges, eos: int, bos: int | None = None,
-                  pre: str = "default", where: str = "`model`"):
+def bpe_tokenizer(name: str, tokens, merges, eos: int, *,
+                  bos: int | None = None, pre: str = "default",
+                  where: str = "`model`") -> Tokenizer:
   """Byte-level BPE from a vocabulary and 'a b' merge strings."""
   from tokenizers import (Regex, Tokenizer, decoders, models,  # pylint: disable=g-import-not-at-top
                           pre_tokenizers)
@@ -76,7 +77,7 @@ def bpe_tokenizer(name: str, tokens, merges, eos: int, bos: int | None = None,
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
   bpe.pre_tokenizer = byte_level
   bpe.decoder = decoders.ByteLevel()
-  return _wrap(bpe, name, eos, bos)
+  return _wrap(bpe, name, eos=eos, bos=bos)
 
 
 def spm_merges(tokens, scores, types) -> list[tuple[str, str]]:
@@ -98,9 +99,9 @@ def spm_merges(tokens, scores, types) -> list[tuple[str, str]]:
   return [(left, right) for *_, left, right in ranked]
 
 
-def spm_tokenizer(name: str, tokens, scores, types, eos: int,
+def spm_tokenizer(name: str, tokens, scores, types, *, eos: int,
                   bos: int | None = None, unk: int | None = None,
-                  add_space_prefix: bool = False):
+                  add_space_prefix: bool = False) -> Tokenizer:
   """SentencePiece-style BPE with byte fallback (see the module docstring)."""
   from tokenizers import (AddedToken, Tokenizer, decoders, models,  # pylint: disable=g-import-not-at-top
                           normalizers)
@@ -125,10 +126,10 @@ def spm_tokenizer(name: str, tokens, scores, types, eos: int,
   if user:  # Matched on the raw text, before the normalizer.
     tok.add_tokens([AddedToken(t, normalized=False, special=False)
                     for t in user])
-  return _wrap(tok, name, eos, bos, add_space_prefix)
+  return _wrap(tok, name, eos=eos, bos=bos, space_prefix=add_space_prefix)
 
 
-def from_gguf(meta):
+def from_gguf(meta) -> Tokenizer:
   """The tokenizer a GGUF file describes (bottleneck.io.gguf_file.Metadata):
   byte-level BPE ('gpt2') or SentencePiece-style ('llama'), with its BOS
   convention; every special id within the vocabulary."""
@@ -141,14 +142,16 @@ def from_gguf(meta):
   bos = bos if add_bos else None
   if kind == "gpt2":
     return bpe_tokenizer(name, tokens, meta.raw_list("tokenizer.ggml.merges"),
-                         eos, bos, meta.raw("tokenizer.ggml.pre", "default"),
-                         f"`model` {meta.path!r}")
+                         eos, bos=bos,
+                         pre=meta.raw("tokenizer.ggml.pre", "default"),
+                         where=f"`model` {meta.path!r}")
   if kind == "llama":
     unk = meta.token_id("tokenizer.ggml.unknown_token_id", len(tokens), None)
     return spm_tokenizer(
         name, tokens, meta.raw_list("tokenizer.ggml.scores", float),
-        meta.raw_list("tokenizer.ggml.token_type", int), eos, bos, unk,
-        bool(meta.raw("tokenizer.ggml.add_space_prefix", True)))
+        meta.raw_list("tokenizer.ggml.token_type", int), eos=eos, bos=bos,
+        unk=unk, add_space_prefix=bool(
+            meta.raw("tokenizer.ggml.add_space_prefix", True)))
   raise ValueError(f"`model` {meta.path!r}: tokenizer.ggml.model={kind!r} is "
                    "not supported (gpt2: byte-level BPE; llama: "
                    "SentencePiece-style).")

@@ -27,6 +27,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from bottleneck.io import cli, hf, lock
+from train.models import build
 from train.training import integrity
 
 # Config entries that must match to resume (the rest, e.g. steps, may
@@ -125,9 +126,7 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
                           "object (a run's config): use a new --workdir.")
   if isinstance(saved.get("model"), dict):
     # A field a run predates had its default's behaviour.
-    from configs import base  # pylint: disable=g-import-not-at-top
-    saved["model"] = {**base.get_config().model.to_dict(),
-                      **saved["model"]}
+    saved["model"] = {**build.DEFAULTS, **saved["model"]}
   for key in COMPATIBLE_KEYS:
     diff = first_difference(_get(saved, key), _get(config_dict, key), key)
     if diff:

@@ -47,13 +47,14 @@ def metrics(workdir: str) -> list[dict]:
   return metrics_lib.read_metrics(path) if os.path.isfile(path) else []
 
 
-def restore_params(workdir: str, config, step: int | None = None):
-  """(params, step) of checkpoint `step` (default: the newest)."""
-  abstract = state_lib.abstract_state(config)
-  target = state_lib.state_shardings(abstract, sharding.batch_mesh(), False)
-  target = jax.tree.map(
-      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-      abstract, target)
+def restore_params(workdir: str, config, step: int | None = None,
+                   cfg=None):
+  """(params, step) of checkpoint `step` (default: the newest), replicated
+  over the devices; `cfg`: the run's model config, if already built. The
+  one way to read a run's parameters (trainer.load_params calls it)."""
+  abstract = state_lib.abstract_state(config, cfg)
+  target = state_lib.restore_target(abstract, state_lib.state_shardings(
+      abstract, sharding.batch_mesh(), False))
   ckpt = checkpoint.Checkpointer(workdir, 10**6, False)
   try:
     step = ckpt.latest_step() if step is None else step
@@ -76,7 +77,7 @@ def load(workdir: str):
                         "config.json ", where)
   tok = data.tokenizer_for(config.data)
   validate.tokenizer(tok, cfg, where)
-  params, step = restore_params(workdir, config)
+  params, step = restore_params(workdir, config, cfg=cfg)
   for path, leaf in jax.tree_util.tree_leaves_with_path(params):
     validate.finite(f"{jax.tree_util.keystr(path)} (step {step})", leaf,
                     where)

@@ -37,9 +37,10 @@ def state_from(params, tx):
   return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
 
-def abstract_state(config):
-  """The TrainState a run config implies, as shapes (nothing allocated)."""
-  cfg = build.model_config(config.model)
+def abstract_state(config, cfg=None):
+  """The TrainState a run config implies, as shapes (nothing allocated);
+  `cfg`: its model config, if already built (else built here)."""
+  cfg = build.model_config(config.model) if cfg is None else cfg
   return jax.eval_shape(functools.partial(
       init_state, cfg.module(), optim.optimizer(config.train), cfg),
       jax.random.key(config.seed))
@@ -60,3 +61,10 @@ def state_shardings(abstract_state, mesh, fsdp: bool):
   n_dev = mesh.devices.size
   spec = (lambda x: _fsdp_spec(x, n_dev)) if fsdp else (lambda x: P())
   return jax.tree.map(lambda x: NamedSharding(mesh, spec(x)), abstract_state)
+
+
+def restore_target(abstract_state, shardings):
+  """Shapes, dtypes and shardings of a state, for checkpoint restore."""
+  return jax.tree.map(
+      lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+      abstract_state, shardings)

@@ -31,9 +31,8 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from bottleneck import checks, sharding
-from bottleneck.io import hf
 from train.training import checkpoint, init as init_lib, loss as loss_lib
-from train.training import interrupt
+from train.training import interrupt, runs, state as state_lib
 from train.training.metrics import MetricsLog
 from train.training.state import (TrainState, abstract_state,
                                   state_from as _state_from, state_shardings)
@@ -105,10 +104,14 @@ class Trainer:
   """Everything built once from a config: model, optimizer, jitted fns."""
   config: Any
   devices: Any = None  # Devices of the data mesh (default: all).
+  # The config's model config when the caller built it (check_config
+  # returns it); None: built here.
+  model_cfg: Any = None
 
   def __post_init__(self):
     c = self.config
-    self.model_cfg = build.model_config(c.model)
+    if self.model_cfg is None:
+      self.model_cfg = build.model_config(c.model)
     self.model = self.model_cfg.module()
     self.tx = optim.optimizer(c.train)
     self.mesh = sharding.batch_mesh(self.devices)
@@ -117,7 +120,7 @@ class Trainer:
           f"`train.batch_size` ({c.train.batch_size}) must be a multiple of "
           f"grad_accum x devices ({c.train.grad_accum} x "
           f"{self.mesh.devices.size}).")
-    self.abstract_state = abstract_state(c)
+    self.abstract_state = abstract_state(c, self.model_cfg)
     self.state_sh = state_shardings(self.abstract_state, self.mesh,
                                     c.train.fsdp)
     self.batch_sh = NamedSharding(self.mesh, P(None, sharding.BATCH_AXIS))
@@ -172,9 +175,7 @@ class Trainer:
 
   def restore_target(self):
     """Shapes, dtypes and shardings of the state, for checkpoint restore."""
-    return jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-        self.abstract_state, self.state_sh)
+    return state_lib.restore_target(self.abstract_state, self.state_sh)
 
   def peak_flops(self) -> float | None:
     if self.config.peak_flops:
@@ -204,11 +205,13 @@ INT_RANGES = {"seed": (0, 2**31 - 1), "data.seed": (0, 2**31 - 1),
               "data.spamlang_vocab": (2, 2**31 - 1)}
 
 
-def check_config(config) -> None:
+def check_config(config):
   """Every value range-checked before anything runs (one error naming the
   field and its range): counts and periods that would divide by zero or
   never fire, the optimizer's and the data's numbers, the schedule, the
-  model's fields (its config class checks them) and the step's memory."""
+  model's fields (its config class checks them) and the step's memory.
+  Returns the model config it built (train_and_evaluate passes it on: one
+  check and one model config per run)."""
   for key in ("eval_every", "log_every", "checkpoint_every", "eval_batches",
               "keep_checkpoints"):
     checks.positive_int(key, config[key])
@@ -234,6 +237,7 @@ def check_config(config) -> None:
   cfg = build.model_config(config.model)
   init_lib.check(config.train, cfg)
   memory.check(config, cfg)  # The step's estimate (training/memory.py).
+  return cfg
 
 
 # A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
@@ -249,25 +253,27 @@ def train_and_evaluate(config, workdir: str,
                        ) -> dict:
   """Trains (or resumes) the run in `workdir`; returns a summary dict.
 
-  One trainer per workdir (a lock file); config.json is written with the
-  first checkpoint of the run; a non-finite loss, gradient or update
-  stops the run (FloatingPointError) before anything non-finite is saved.
+  The config is checked here, once (check_config), and its model config
+  built once and passed on. One trainer per workdir (a lock file);
+  config.json is written with the first checkpoint of the run; a
+  non-finite loss, gradient or update stops the run (FloatingPointError)
+  before anything non-finite is saved.
   """
-  check_config(config)
+  model_cfg = check_config(config)
   if config.probes and hooks is None:
     raise ValueError(f"`probes` is {config.probes!r} but no hooks were "
                      "given: pass hooks=train.probes.hooks.factory(config."
                      "probes) (python -m train.main does).")
   lead = jax.process_index() == 0
   if not lead:
-    return _train(config, workdir, lead, hooks)
+    return _train(config, model_cfg, workdir, lead, hooks)
   checkpoint.check_workdir(workdir, config.to_dict())
   with checkpoint.WorkdirLock(workdir):
-    return _train(config, workdir, lead, hooks)
+    return _train(config, model_cfg, workdir, lead, hooks)
 
 
-def _train(config, workdir: str, lead: bool, hooks) -> dict:
-  tr = Trainer(config)
+def _train(config, model_cfg, workdir: str, lead: bool, hooks) -> dict:
+  tr = Trainer(config, model_cfg=model_cfg)
   train_loader, val_loader, tok = data.make_loaders(
       config, jax.process_index(), jax.process_count())
   if tok is not None and tok.vocab_size > tr.model_cfg.vocab_size:
@@ -384,16 +390,10 @@ def _train(config, workdir: str, lead: bool, hooks) -> dict:
 
 
 def load_params(workdir: str, config=None):
-  """(params, GPTConfig) of the newest checkpoint in a workdir (read-only)."""
-  if config is None:
-    from ml_collections import config_dict  # pylint: disable=g-import-not-at-top
-    config = config_dict.ConfigDict(hf.read_json(
-        os.path.join(workdir, "config.json"), "workdir"))
-  tr = Trainer(config)
-  ckpt = checkpoint.Checkpointer(workdir, config.keep_checkpoints, False)
-  step = ckpt.latest_step()
-  if step is None:
-    raise ValueError(f"`workdir` {workdir!r} has no checkpoint.")
-  state, _ = ckpt.restore(step, tr.restore_target())
-  ckpt.close()
-  return state.params, tr.model_cfg, step
+  """(params, model config, step) of the newest checkpoint in a workdir
+  (read-only; `config`: the run's, default its config.json): the model
+  config built once, the parameters read by runs.restore_params."""
+  config = runs.read_config(workdir) if config is None else config
+  cfg = build.model_config(config.model)
+  params, step = runs.restore_params(workdir, config, cfg=cfg)
+  return params, cfg, step
