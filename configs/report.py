@@ -56,8 +56,11 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.prescribed = config_dict.ConfigDict()
   c.prescribed.N = at(3000, 50257, 50257)  # Vocabulary.
   c.prescribed.d = at(128, 768, 768)  # Width.
-  c.prescribed.m = at("4,8,16", "10,20,26,40,60", "10,20,26,40,60")  # Sizes.
-  c.prescribed.subsets = at(3, 5, 20)  # Per m.
+  # Sizes; full adds m = 30, 35 where eq. (11)'s bound lies between 0.05
+  # and 0.95, so the event's frequency can clear it (the ledger's test).
+  c.prescribed.m = at("4,8,16", "10,20,26,40,60", "10,20,26,30,35,40,60",
+                      full="10,20,26,30,35,40,60")
+  c.prescribed.subsets = at(3, 5, 20, full=20)  # Per m.
   c.prescribed.eps = 0.05  # Relative logit gap of Prop. 2 (paper: 0.05).
   c.prescribed.delta = 0.1  # Allowed mass off the subset (paper: 0.1).
 
@@ -76,6 +79,10 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
                              [(50257, 128), (50257, 256), (50257, 383)])
   # Random Gaussian N x (2m+1) matrices, for comparison (trials per m).
   c.signrank.random_trials = at(20, 100, 100)
+  # Cor. 3's d* >= 2m: random Gaussian N x (2m-1) matrices per exhaustive
+  # case (besides the construction's rows) given an exact certificate that
+  # some m-subset is not selectable.
+  c.signrank.lower_gaussians = at(1, 3, 3)
 
   # Section 6: the top-m LP (bottleneck.topm), shared solver fields.
   def lp_block(**fields):
@@ -135,7 +142,16 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
       # The optimum t* (solve mode) at these m, on other subsets ('': off).
       solve_m=at("40", "50", "30..80:10"),
       solve_trials=at(2, 8, 100),  # Subsets per m of the t* sweep.
-      solve_tolerance=1e-3)  # Relative width of t*'s certified bracket.
+      solve_tolerance=1e-3,  # Relative width of t*'s certified bracket.
+      # Real LM heads against Gaussian twins (the ledger's Fisher test per
+      # m wants power 0.8 to see a difference of 0.1: ~600 subsets per m
+      # near a fraction of 0.5). Full: SmolLM2 at 200 per m, 1600 LPs
+      # (0.09 s each on the quiet 2-core CPU, benchmarks/RESULTS.md; 10 min
+      # at a load of ~10); Gemma 3's 0.85 s each do not fit full's 2 h.
+      heads=at((), (), ("smollm2", "gemma3"), full=("smollm2",)),
+      heads_m=at("40,70", "40..70:10", "40..70:10"),  # Through both
+      #   transitions (SmolLM2 near 70, Gemma 3 near 60).
+      heads_trials=at(2, 20, 600, full=200))  # Subsets per m.
 
   # Seed 004: the thesis's models at equal token budgets (configs/thesis.py
   # names; quick: two the thesis orders differently, Model 7 before 1).
@@ -153,6 +169,10 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.training.lr = at(0.0, 1e-3, 0.0, full=1e-3)  # Peak lr (0: config's).
   c.training.stories = at(3, 5, 5)  # Held-out stories completed.
   c.training.tokens = at((10,), (10, 20), (10, 20))  # Completion lengths.
+  # Validation windows of each run's last evaluation that the ledger's rows
+  # score one by one (their paired bootstrap; the unigram on the same); 0:
+  # all (quick: 80). Full: 256 of the 640, 0.4 of an evaluation per run.
+  c.training.eval_windows = at(0, 0, 0, full=256)
 
   # Trained-head probes (seeds 002, 003; seed 001 App. A, D, E). Subject:
   # Model 1's architecture on Shakespeare with a 4096-token BPE (D/V = 1/64).
@@ -202,6 +222,10 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.real_llm.lp_trials = at(2, 4, 100)
   c.real_llm.lp_batch = at(2, 32, 32)  # LP instances iterated together.
   c.real_llm.lp_max_iters = 5000  # ADMM cap; still open = 'undecided'.
+  # Gaussian twins of each real head for eq. (10) (seed 002 Fig. 6): the
+  # ledger's informative test where sqrt(1 - D/V) > 95 %. Full only: ~1 min
+  # a twin for Gemma 3's 262144 x 640 on 2 cores (0: none).
+  c.real_llm.twin_draws = at(0, 0, 3, full=3)
 
   # Seed 002 Fig. 1: low-rank heads on one backbone (configs/lowrank.py).
   c.lowrank = config_dict.ConfigDict()
@@ -210,12 +234,19 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
                        full=(8, 64, 256))
   c.lowrank.seeds = at((0,), (0, 1), (0, 1))  # Seeds per D.
   # Steps of the largest D (doubled up to `doublings` times until its
-  # validation loss falls < `flat` over the last quarter); every D's.
+  # validation loss is flat: lowrank.flatness, its fitted fall over the
+  # last quarter of the stable phase under `flat` with its 95 % interval);
+  # every D's.
   c.lowrank.steps = at(20, 300, 20000, full=600)
   c.lowrank.doublings = at(0, 0, 0, full=1)
   c.lowrank.flat = 0.01
   c.lowrank.plays = at("hamlet*", "hamlet*", "", full="")  # CPU corpus.
   c.lowrank.cpu = at(True, True, False)  # configs/lowrank.py's CPU size.
+  # Validation batches per evaluation (0: configs/lowrank.py's 8, 8192
+  # tokens on the CPU); the flatness criterion reads the scatter of the
+  # largest D's evaluations about their line (its validation noise). One
+  # evaluation of 8 batches costs about 1.5 training steps (CPU).
+  c.lowrank.val_batches = at(0, 0, 0, full=16)
 
   # Seed 002 Fig. 14: SpamLang over V for low-rank and full-rank heads
   # (configs/spamlang.py; the language's definition is inferred).
@@ -237,4 +268,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.spamlang.seeds = at((0,), (0,), (0,))
   c.spamlang.cpu = at(True, True, False)  # configs/spamlang.py's CPU model
   # (paper: Table 3's SmolLM2-135M architecture).
+  # The full-rank control at this V also with Table 3's Adam beta2 = 0.95
+  # (the CPU model's config uses 0.999, which decides whether it learns:
+  # configs/spamlang.py), at the steps of the config's arm there (0: not
+  # run; the row then names the benchmark that runs both).
+  c.spamlang.table3_b2_V = at(0, 0, 0, full=16384)
   return c

@@ -68,6 +68,18 @@ class IntegrityTest(absltest.TestCase):
     aside = checkpoint.aside_path(f"{run}/corrupt_checkpoints", 15)
     self.assertEqual(os.path.basename(aside), "15.1")
 
+  def test_a_checkpoint_without_its_manifest_says_so(self):
+    run = self.create_tempdir().full_path
+    cfg = tiny_config(**{"train.steps": 10, "checkpoint_every": 5})
+    trainer.train_and_evaluate(cfg, run)
+    os.remove(f"{run}/checkpoints/10/{integrity.MANIFEST}")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      summary = trainer.train_and_evaluate(cfg, run)
+    self.assertEqual(summary["resumed_from"], 10)
+    self.assertIn("checkpoint 10", out.getvalue())
+    self.assertIn("restored unverified", out.getvalue())
+
   def test_a_corpus_edited_in_place_is_refused(self):
     folder = self.create_tempdir().full_path
     corpus = os.path.join(folder, "corpus.txt")

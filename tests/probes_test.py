@@ -106,6 +106,16 @@ class ProbesTest(absltest.TestCase):
           base, mean_p(order[:k])), delta=1e-4, msg=r)
       self.assertAlmostEqual(got["adversarial"][i], enc.kl(
           base, mean_p(order[::-1][:k])), delta=1e-4, msg=r)
+    # Each block's KLs: the same definition on its own positions.
+    sizes = got["blocks"]["positions"]
+    self.assertEqual((sum(sizes), len(sizes)), (50, 8))
+    h = h[:sizes[0]]  # mean_p reads h: now the first block's positions.
+    base = mean_p([])
+    k = int(round(0.5 * w.shape[1]))
+    self.assertAlmostEqual(got["blocks"]["saliency"][0][2], enc.kl(
+        base, mean_p(order[:k])), delta=1e-4)
+    self.assertAlmostEqual(got["blocks"]["adversarial"][0][2], enc.kl(
+        base, mean_p(order[::-1][:k])), delta=1e-4)
     with self.assertRaisesRegex(ValueError, "ratios"):
       pruning.prune_probe(subject, own, ood, 50, (0.5, 1.5))
 

@@ -42,6 +42,31 @@ class StatsTest(absltest.TestCase):
       self.assertEqual(np.sign(z), np.sign(k1 / n1 - k2 / n2))
     self.assertEqual(stats.two_proportion_z(10, 10, 20, 20), 0.0)
 
+  def test_binomial_interval_against_scipy(self):
+    for k, n in ((0, 10), (10, 10), (792, 800), (7, 20), (95, 100),
+                 (1000, 2000), (3, 3000)):
+      for level in (0.9, 0.95):
+        want = sp_stats.binomtest(k, n).proportion_ci(level, "exact")
+        np.testing.assert_allclose(stats.binomial_interval(k, n, level),
+                                   (want.low, want.high), atol=1e-9,
+                                   err_msg=f"{k}/{n} at {level}")
+    # 10 of 10 cannot tell 0.99 from 0.7 (the ledger's Fig. 1 rows).
+    self.assertLess(stats.binomial_interval(10, 10)[0], 0.7)
+    for k, n, said in ((11, 10, "`k`"), (-1, 10, "`k`"), (1.5, 10, "`k`"),
+                       (1, 0, "`n`")):
+      with self.assertRaisesRegex(ValueError, said):
+        stats.binomial_interval(k, n)
+
+  def test_fisher_exact_against_scipy(self):
+    for k1, n1, k2, n2 in ((95, 100, 100, 100), (39, 100, 54, 100),
+                           (10, 10, 4, 10), (800, 2000, 850, 2000),
+                           (0, 5, 0, 7), (3, 10, 7, 10)):
+      want = sp_stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
+      self.assertAlmostEqual(stats.fisher_exact(k1, n1, k2, n2), want,
+                             places=9, msg=(k1, n1, k2, n2))
+    with self.assertRaisesRegex(ValueError, "`k2`"):
+      stats.fisher_exact(1, 10, 11, 10)
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -59,8 +59,16 @@ class RunDirTest(absltest.TestCase):
     with mock.patch.object(trainer, "train_and_evaluate",
                            fake_train), self.assertRaises(Stop):
       lowrank.run(256, 1, 38400, "o")
-    self.assertEqual(tuple(configs[-1].eval_at), (600, 800, 1200, 1600, 2400))
+    # Then the flatness criterion's six evaluations over the last quarter
+    # of the stable phase (to step 34560, where the WSD decay starts).
+    self.assertEqual(tuple(configs[-1].eval_at),
+                     (600, 800, 1200, 1600, 2400, 25920, 27648, 29376, 31104,
+                      32832, 34560))
     self.assertEqual(configs[-1].eval_every, 3200)
+    with mock.patch.object(trainer, "train_and_evaluate",
+                           fake_train), self.assertRaises(Stop):
+      lowrank.run(8, 1, 38400, "o", window=False)
+    self.assertEqual(tuple(configs[-1].eval_at), (600, 800, 1200, 1600, 2400))
 
 if __name__ == "__main__":
   absltest.main()

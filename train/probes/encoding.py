@@ -168,7 +168,11 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
           if label == "b=2" and key == "local":
             curve.append((r, row[token] / cache.alpha[token]))
     del cache
+  # e_local per edited token (its mean over the scales): the spread a
+  # ledger row's interval over tokens reads.
   rows = [{"variant": label, "e_local": float(np.mean(e_["local"])),
+           "e_local_per_token": np.reshape(e_["local"], (len(chosen), -1)
+                                           ).mean(1).tolist(),
            "e_id": float(np.mean(e_["id"])), "e_ood": float(np.mean(
                e_["ood"])), "kl_unedited": float(np.mean(kls[label]))}
           for label, e_ in errs.items()]

@@ -8,6 +8,8 @@ used is returned). Its spec: GRADIENT.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bottleneck import gradient, logit_gradients
@@ -65,8 +67,11 @@ def destroyed_reading(out: dict) -> str:
 
 
 def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
-                   budget_bytes: int = 1 << 27, rank_tokens: int = 0):
-  """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8."""
+                   budget_bytes: int = 1 << 27, rank_tokens: int = 0,
+                   twin_draws: int = 0):
+  """Seed 002: eq. (10), App. D cosine, Fig. 2 rank, Fig. 7, Fig. 8; a head
+  over RANDOM_HEAD_ENTRIES gets `twin_draws` Gaussian twins (`gram_twins`;
+  0: none)."""
   if pass_.cos is None:
     raise ValueError("the gradient probe needs a Pass run with "
                      "gradient_sums=True.")
@@ -94,6 +99,8 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
                                    [1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3])
   if v * d <= RANDOM_HEAD_ENTRIES:  # A QR of a [V, D] Gaussian: small heads.
     out["random_head"] = twins(subject, h, w, b, y, d)
+  elif twin_draws and d == w.shape[1]:  # Larger: Gram sums, block by block.
+    out["random_head"] = gram_twins(h, w, b, y, twin_draws)
   if rank_tokens and v <= LONG_RANK_MAX_V:  # Fig. 2 past T = V, streamed.
     n = min(rank_tokens, pass_.tokens)
     counts = sorted({c for c in (512, 1024, 2048, 4096, 8192, 16384, v, n)
@@ -120,6 +127,48 @@ def twins(subject, h_txn, w_vxn, b_v, y_t, d: int) -> dict:
   return logit_gradients.subspace_ratios(h_txn, w_vxn, b_v, y_t)
 
 
+def gram_twins(h_txd, w_vxd, b_v, y_t, draws: int, seed: int = 0,
+               rows: int = 16384) -> dict:
+  """Eq. (10) on the same logit gradients G [T, V] for the trained head and
+  `draws` Gaussian heads of its shape, as logit_gradients.subspace_ratios
+  (the same fields) but for heads too large for its float64 SVD: the share
+  of |G|_F^2 a column space span(A) keeps is tr(G A (A^T A)^-1 A^T G^T) /
+  |G|_F^2, with A^T A [D, D] and A^T G^T [D, T] summed over `rows` rows of
+  A at a time (float64; a Gaussian is drawn block by block, never whole)."""
+  gradient.check_inputs(h_txd, w_vxd, b_v, y_t)
+  g = np.asarray(_logit_gradients(
+      jnp.asarray(h_txd, jnp.float32), jnp.asarray(w_vxd, jnp.float32),
+      None if b_v is None else jnp.asarray(b_v, jnp.float32),
+      jnp.asarray(y_t)), np.float64)
+  total, (v, d) = float(np.sum(g * g)), np.shape(w_vxd)
+
+  g32 = g.astype(np.float32)
+
+  def lost(block) -> float:  # block(i, j): rows i..j-1 of A.
+    gram, ag = np.zeros((d, d)), np.zeros((d, len(g)))
+    for i in range(0, v, rows):
+      a = block(i, min(i + rows, v))
+      gi = (g if a.dtype == np.float64 else g32)[:, i:i + rows]
+      gram += a.T @ a  # A block's products in its dtype, summed in float64.
+      ag += a.T @ gi.T
+    kept = float(np.sum(ag * np.linalg.solve(gram, ag)))
+    return float(np.sqrt(max(1.0 - kept / total, 0.0)))
+
+  # The Gaussians in float32 (well conditioned: twice as fast, their
+  # shares within ~1e-7 of float64's); the trained head in float64.
+  rng = np.random.default_rng(seed)
+  random = [lost(lambda i, j: rng.standard_normal((j - i, d), np.float32))
+            for _ in range(draws)]
+  return {"trained": lost(lambda i, j: np.asarray(w_vxd[i:j], np.float64)),
+          "random": float(np.mean(random)),
+          "random_std": float(np.std(random, ddof=1)) if draws > 1 else 0.0,
+          "counted": float(np.sqrt(1.0 - d / v)), "tokens": int(len(g)),
+          "draws": draws}
+
+
+_logit_gradients = jax.jit(gradient.logit_gradients)
+
+
 def _histogram(values, bins: int = 50) -> dict:
   """Counts over [0, 1] (JSON-friendly, for overlays across models)."""
   counts, edges = np.histogram(values, bins=bins, range=(0.0, 1.0))
@@ -127,7 +176,8 @@ def _histogram(values, bins: int = 50) -> dict:
 
 
 GRADIENT = Probe(
-    "gradient", "pass", lambda ctx: gradient_probe(ctx.subject, ctx.own),
+    "gradient", "pass", lambda ctx: gradient_probe(
+        ctx.subject, ctx.own, twin_draws=ctx.settings.twin_draws),
     figures=(
         Figure("gradient_destroyed", "Per-token share of the logit-gradient "
                "norm that W^T destroys (seed 002 eq. 10); dotted: what a "

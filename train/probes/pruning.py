@@ -20,7 +20,8 @@ from train.probes.spec import Figure, Probe, Row, fmt
 
 
 def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
-                ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)):
+                ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                blocks: int = 8):
   """Seed 003 §4 / Fig. 6: zero output-embedding dimensions by MLR saliency
   (alpha over every position of the Pass) and measure the KL of the mean
   distribution on `positions` out-of-domain positions.
@@ -30,6 +31,11 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   same columns' most salient suffix), so every ratio of both comes from
   one forward and one backward sweep over column blocks
   (`_mean_softmax_kept`): two products H W^T in all, not one per ratio.
+
+  The positions are summed in `blocks` contiguous blocks (sizes within one
+  of each other, one compiled shape): `blocks` holds each block's KLs, an
+  estimate of their sampling noise at no extra cost (the whole's means are
+  the blocks' weighted by their sizes).
   """
   w, b = subject.head()
   d = w.shape[1]
@@ -40,22 +46,38 @@ def prune_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 1024,
   order = encoding.removal_order(slopes)  # Least salient first.
   counts = [int(round(r * d)) for r in ratios]
   bounds = tuple(sorted({0, d} | set(counts) | {d - c for c in counts}))
-  h = ood_pass.h[:positions]
+  h = ood_pass.h[:positions][:, order]
+  parts = np.array_split(np.arange(len(h)), max(1, min(blocks, len(h))))
+  width = len(parts[0])  # The widest block: every block padded to it.
   cols, inside = _column_blocks(bounds)
   w_dev, b_dev = device_head(subject)  # The Pass's copy: no new one.
-  means = np.asarray(_mean_softmax_kept(
-      jnp.asarray(h[:, order]), _blocks_of_wt(w_dev, order[cols], inside),
-      b_dev, bounds, float(subject.cfg.logit_softcap),
-      rows_per_step(w.shape[0], budget=PASS_CHUNK_BYTES,
-                    positions=len(h))), np.float64)
-  last = len(bounds) - 1  # means: [kept_first, kept_from] x (last + 1).
-  base = means[1, 0] = means[0, last]  # Nothing removed (one sum order).
+  wt = _blocks_of_wt(w_dev, order[cols], inside)
+  chunk = rows_per_step(w.shape[0], budget=PASS_CHUNK_BYTES, positions=width)
+  sums = [np.asarray(_mean_softmax_kept(
+      jnp.asarray(np.pad(h[p], ((0, width - len(p)), (0, 0)))), wt, b_dev,
+      jnp.asarray(len(p), jnp.int32), bounds,
+      float(subject.cfg.logit_softcap), chunk), np.float64) * len(p)
+          for p in parts]
+  kls = [_kls(s / len(p), counts, bounds, d) for s, p in zip(sums, parts)]
   out = {"ratios": list(ratios), "positions": int(len(h)),
-         "saliency": [encoding.kl(base, means[1, bounds.index(c)])
-                      for c in counts],
-         "adversarial": [encoding.kl(base, means[0, bounds.index(d - c)])
-                         for c in counts]}
+         **_kls(sum(sums) / len(h), counts, bounds, d),
+         "blocks": {"positions": [len(p) for p in parts],
+                    "saliency": [k["saliency"] for k in kls],
+                    "adversarial": [k["adversarial"] for k in kls]}}
   return out, {"prune": plots.prune({subject.name: out})}
+
+
+def _kls(means, counts, bounds, d: int) -> dict:
+  """KL to nothing removed after removing each count of columns, least
+  salient first ('saliency') and most salient first ('adversarial'), from
+  `_mean_softmax_kept`'s means ([kept_first, kept_from] x bounds)."""
+  means = means.copy()
+  last = len(bounds) - 1
+  base = means[1, 0] = means[0, last]  # Nothing removed (one sum order).
+  return {"saliency": [encoding.kl(base, means[1, bounds.index(c)])
+                       for c in counts],
+          "adversarial": [encoding.kl(base, means[0, bounds.index(d - c)])
+                          for c in counts]}
 
 
 def _column_blocks(bounds):
@@ -75,11 +97,12 @@ def _blocks_of_wt(w_vxd, cols_lxk, inside_lxk):
 
 
 @functools.partial(jax.jit, static_argnames=("bounds", "softcap", "chunk"))
-def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
-                       chunk: int):
+def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, n_valid, bounds,
+                       softcap: float, chunk: int):
   """Mean over rows of softmax(H_K W_K^T + b) for the kept column sets K =
   [0, bounds[j]) (out[0, j]) and [bounds[j], D) (out[1, j]), j = 0..L,
-  with wt_lxkxv = `_blocks_of_wt` of the blocks between consecutive bounds.
+  with wt_lxkxv = `_blocks_of_wt` of the blocks between consecutive bounds,
+  over the first `n_valid` rows of h_nxd (the others padding).
 
   Zeroing columns of W is zeroing them in H. The logits of a kept prefix
   (suffix) are a sum of products over the L column blocks, accumulated
@@ -92,7 +115,8 @@ def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
   pad = -n % chunk
   cols, inside = _column_blocks(bounds)
   h = jnp.pad(h_nxd, ((0, pad), (0, 0)))[:, cols] * inside[None]  # [n, L, k]
-  valid = (jnp.arange(n + pad) < n).reshape(-1, chunk).astype(jnp.float32)
+  valid = (jnp.arange(n + pad) < n_valid).reshape(-1, chunk).astype(
+      jnp.float32)
 
   def probs(z):
     z = z if b_v is None else z + b_v[None, :]
@@ -118,9 +142,10 @@ def _mean_softmax_kept(h_nxd, wt_lxkxv, b_v, bounds, softcap: float,
   # zeros costs XLA a long constant folding at V = 262144).
   empty = (jnp.full((1, v), 1.0 / v) if b_v is None else
            probs(jnp.zeros((1, v))))
-  empty = jnp.broadcast_to(empty[None], (2, 1, v)) * n
+  empty = jnp.broadcast_to(empty[None], (2, 1, v)) * n_valid
   return jnp.concatenate([jnp.concatenate([empty[:1], sums[:1]], 1),
-                          jnp.concatenate([sums[1:], empty[1:]], 1)]) / n
+                          jnp.concatenate([sums[1:], empty[1:]], 1)]
+                         ) / n_valid
 
 
 PRUNE = Probe(

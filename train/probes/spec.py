@@ -42,6 +42,8 @@ class Settings:
   natural_positions: int = 256  # Positions whose distributions are targets.
   lp_batch: int = 32  # LP instances iterated together.
   lp_max_iters: int = 5000  # ADMM cap; still open = 'undecided'.
+  # Gaussian twins of a head too large for the SVD (eq. 10; 0: none).
+  twin_draws: int = 0
   dtype: str = "float32"  # Parameter / compute dtype.
   seed: int = 0
 

@@ -1,5 +1,6 @@
 """What the claims ledger is made of (train/report/ledger.py): the verdict
-words, a section's Verdict, a Claim, and helpers the claim readers share.
+words, a ledger Row (a test: statistic, sample, uncertainty, deviations,
+verdict), a section's Verdict, a Claim, and helpers the readers share.
 
 Each report module that tests a paper's claim exports CLAIMS, a tuple of
 Claim; the ledger registers the modules (ledger.CLAIM_MODULES)."""
@@ -9,9 +10,21 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, NamedTuple
 
-# The verdict vocabulary: a ledger row's verdict starts with one of these.
-REPRODUCED, SMALLER = "reproduced", "reproduced at a smaller scale"
-DISAGREES, CANNOT, NOT_RUN = "disagrees", "cannot tell", "not run"
+# A ledger row's verdict is one of these (issue 77):
+REPRODUCED = "reproduced"  # Our number on the paper's side, clear of it.
+CONSISTENT = "consistent in direction"  # Same direction; the magnitude not
+#                                         comparable (`why` says why).
+DISAGREES = "disagrees"  # Our number on the other side, clear of it.
+NOT_APPLICABLE = "not applicable"  # The claim's premise fails (`why`).
+TOO_SMALL = "too small to speak"  # The uncertainty straddles the threshold
+#                                   (`why`: what run would decide).
+NOT_RUN = "not run"  # No numbers (`why`).
+WORDS = (REPRODUCED, CONSISTENT, DISAGREES, NOT_APPLICABLE, TOO_SMALL,
+         NOT_RUN)
+NEEDS_WHY = (CONSISTENT, NOT_APPLICABLE, TOO_SMALL, NOT_RUN)
+# What a section's opening sentence says (Verdict.word): it agrees (at the
+# CPU's size), disagrees, or cannot tell.
+SMALLER, CANNOT = "reproduced at a smaller scale", "cannot tell"
 MAX_OURS = 400  # Characters of a verdict's sentence a ledger row shows.
 
 
@@ -42,38 +55,109 @@ def markdown(v: Verdict) -> str:
   return f"**{bold}**{tail}{v.sentence}"
 
 
-def reading(v: Verdict, scale: str) -> tuple[str, str, str]:
-  """A ledger row's (ours, scale, verdict) of a section's Verdict: its
-  sentence (cut to MAX_OURS characters) and its word."""
+def row_of(v: Verdict, *, statistic: str, n: str, uncertainty: str,
+           deviations: tuple[str, ...] = (), why: str = "") -> Row:
+  """A ledger Row of a section's Verdict: SMALLER reads REPRODUCED (the
+  deviations say how small), CANNOT reads TOO_SMALL (`why`, else the
+  sentence, says what would decide); `ours` is the sentence, cut to
+  MAX_OURS characters."""
   ours = v.sentence
   ours = ours if len(ours) < MAX_OURS else ours[:MAX_OURS - 3] + "..."
-  return ours, scale, v.word
+  word = {SMALLER: REPRODUCED, CANNOT: TOO_SMALL}.get(v.word, v.word)
+  return Row(word, ours, statistic, n, uncertainty,
+             why or (ours if word in NEEDS_WHY else ""), deviations)
+
+
+class Row(NamedTuple):
+  """One ledger row as data: what a claim's reader returns (one Row, or a
+  list of them, one per `subject`). A row is a test: its statistic, its
+  sample, its uncertainty, the deviations of our setup from the paper's
+  that can move the number, and a verdict from WORDS."""
+  verdict: str  # One of WORDS.
+  ours: str  # What our numbers say, with the threshold's side.
+  statistic: str  # What is measured and the threshold the verdict applies.
+  n: str  # The sample: subsets per m, seeds, tokens, positions, trials.
+  uncertainty: str  # A binomial bracket, an exact test's p, a spread over
+  #                   seeds, a bootstrap interval; or why there is none.
+  why: str = ""  # Needed for the verdicts in NEEDS_WHY; else optional.
+  deviations: tuple[str, ...] = ()  # Our setup against the paper's, each
+  #   able to move the number: subject, corpus, steps as a share of the
+  #   paper's, a changed hyperparameter, an inferred definition.
+  can_disagree: bool | None = None  # None: the claim's; False: on this
+  #   input the test cannot disagree (a consistency check, said so).
+  subject: str = ""  # Which model or matrix, when a claim has several.
+
+
+def check_row(row: Row) -> Row:
+  """`row` if well formed: a verdict of WORDS, a `why` where it needs one,
+  deviations a tuple of strings; else ValueError naming the field."""
+  if not isinstance(row, Row):
+    raise TypeError(f"a claim's reader returned a {type(row).__name__}, "
+                    "not a claim.Row")
+  if row.verdict not in WORDS:
+    raise ValueError(f"`verdict` {row.verdict!r} is not one of {WORDS}")
+  if row.verdict in NEEDS_WHY and not row.why:
+    raise ValueError(f"a {row.verdict!r} row needs a `why`")
+  if not isinstance(row.deviations, tuple) or not all(
+      isinstance(d, str) for d in row.deviations):
+    raise ValueError("`deviations` must be a tuple of strings")
+  return row
+
+
+def side(lo: float, hi: float, threshold: float, agrees_above: bool = True
+         ) -> str:
+  """REPRODUCED when [lo, hi] lies wholly on the paper's side of
+  `threshold` (above it, or below with agrees_above=False), DISAGREES
+  when wholly on the other, TOO_SMALL when it straddles it."""
+  if lo > hi:
+    raise ValueError(f"`lo` {lo} > `hi` {hi}")
+  above, below = lo >= threshold, hi < threshold
+  if not (above or below):
+    return TOO_SMALL
+  return REPRODUCED if above == agrees_above else DISAGREES
+
+
+def bracket(lo: float, hi: float, fmt: str = ".3f",
+            what: str = "95 % Clopper-Pearson") -> str:
+  """'95 % Clopper-Pearson 0.981 .. 0.996' (an uncertainty field)."""
+  return f"{what} {lo:{fmt}} .. {hi:{fmt}}"
 
 
 class Claim(NamedTuple):
-  """One ledger row: a claim of a paper and how our numbers decide it."""
+  """A claim of a paper and how our numbers decide it: the ledger's rows
+  of it are `read`'s Rows."""
   paper: str  # seed 001 .. 004
   where: str  # Figure / table / section of the paper.
   says: str  # The paper's number, as it states it.
   sections: tuple[str, ...]  # Report sections whose numbers decide it.
-  # (results.json's sections, the report's config) -> (ours, our scale,
-  # verdict); called when at least one of `sections` is in the report.
-  read: Callable[[dict, dict], tuple[str, str, str]]
+  # (results.json's sections, the report's config) -> Row or [Row]; called
+  # when at least one of `sections` is in the report.
+  read: Callable[[dict, dict], Row | list[Row]]
+  can_disagree: bool = True  # Some input makes `read` say DISAGREES (a
+  #                            test per row checks it); False: a check.
 
 
 def on(paper: str, where: str, says: str, section: str,
-       read: Callable[[dict, dict], tuple[str, str, str]]) -> Claim:
+       read: Callable[[dict, dict], Row | list[Row]],
+       can_disagree: bool = True) -> Claim:
   """A claim decided by one section: read(its numbers, config)."""
   return Claim(paper, where, says, (section,),
-               lambda sections, config: read(sections[section], config))
+               lambda sections, config: read(sections[section], config),
+               can_disagree)
 
 
 def on_every_subject(paper: str, where: str, says: str, key: str,
-                     read: Callable[[list], tuple[str, str, str]]) -> Claim:
+                     read: Callable[[str, dict], Row],
+                     can_disagree: bool = True) -> Claim:
   """A claim read on the probe model (section `encoding`) and on every
-  real LLM (section `real_llm`): read([(name, numbers[key])])."""
-  return Claim(paper, where, says, ("encoding", "real_llm"),
-               lambda sections, config: read(probe_and_real(sections, key)))
+  real LLM (section `real_llm`): one row per subject, read(name,
+  numbers[key]) with the subject's name filled in."""
+  def rows(sections, config):
+    del config
+    return [read(name, numbers)._replace(subject=name)
+            for name, numbers in probe_and_real(sections, key)]
+  return Claim(paper, where, says, ("encoding", "real_llm"), rows,
+               can_disagree)
 
 
 class Unread(Exception):
@@ -155,13 +239,3 @@ def probe_and_real(sections, key):
   if "real_llm" in sections:
     out += real(sections["real_llm"], key, need=False)
   return out
-
-
-def per_subject(verdicts: dict) -> str:
-  """'reproduced on a, b; disagrees on c' from {name: verdict word}; the
-  worst verdict first."""
-  if not verdicts:
-    raise Unread("no subject to read")
-  order = (DISAGREES, CANNOT, REPRODUCED)
-  groups = [(v, [n for n, x in verdicts.items() if x == v]) for v in order]
-  return "; ".join(f"{v} on {', '.join(ns)}" for v, ns in groups if ns)

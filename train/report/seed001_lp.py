@@ -6,7 +6,6 @@ Every verdict here carries a float64-checked certificate
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -15,7 +14,8 @@ from bottleneck import bounds, prescribed, stats, topm
 from bottleneck.io import cli, matrices, plots
 from bottleneck.lp import admm
 from train.text import corpora
-from train.report.claim import DISAGREES, SMALLER, Verdict, markdown
+from train.report import seed001_lp_claims as lp_claims
+from train.report.claim import Verdict, markdown
 from train.report.section import Section, figure, table
 
 _COLS = ["m", "trials", "feasible", "infeasible", "undecided", "fraction",
@@ -54,6 +54,30 @@ def _m_lp_text(records, threshold) -> str:
   return f"m = {lo}" if lo == hi else f"m = {lo} to {hi} (undecided)"
 
 
+def rows_of(read, numbers: dict, cfg: dict) -> list:
+  """A ledger reader's Rows on this section's numbers ([] where it has
+  none to read: a sweep too short for its test)."""
+  try:
+    got = read(numbers, cfg)
+  except lp_claims.Unread:
+    return []
+  return [r for r in (got if isinstance(got, list) else [got])
+          if r.verdict != lp_claims.NOT_RUN]
+
+
+def opening(rows, claim_text: str, cite: str) -> str:
+  """The section's opening sentences: one per ledger row (the same
+  reader's Row), so that the section and the ledger say one thing."""
+  out = []
+  for r in rows:
+    said = f"{r.subject}: {r.ours}" if r.subject else r.ours
+    said += f" ({r.why})" if r.why else ""
+    extent = "in direction" if r.verdict == lp_claims.CONSISTENT else ""
+    out.append(markdown(Verdict(lp_claims.section_word(r), said + ".",
+                                claim_text, cite, extent)))
+  return "\n\n".join(out)
+
+
 def figure1(config, outdir: str) -> Section:
   """Figure 1 (top): a random OPM, equal logits vs prescribed probabilities."""
   c = config.figure1
@@ -90,7 +114,12 @@ def figure1(config, outdir: str) -> Section:
     lines.append(table(_strip(recs), _COLS))
   size_note = ("the paper's size" if (c.N, c.d) == (50257, 768)
                else "a reduced size")
+  numbers["shape"] = [c.N, c.d]
+  cfg = {"figure1": {"N": c.N, "d": c.d}, "threshold": config.threshold}
+  rows = (rows_of(lp_claims.read_figure1, numbers, cfg)
+          + rows_of(lp_claims.read_figure1_wide, numbers, cfg))
   body = "\n\n".join([
+      opening(rows, "m* near the paper's transitions", "seed 001 Fig. 1"),
       f"Random {c.N}x{c.d} Gaussian OPM, {c.trials} random subsets per m "
       "(nested along m: trial k's are prefixes of one permutation, so the "
       "points are correlated; most verdicts carry from a few LPs). "
@@ -117,14 +146,44 @@ def _m_star_lp(n, d, c, seed, threshold) -> topm.MStar:
       settings=_settings(c), batch=c.batch, exact_fallback=c.exact_fallback)
 
 
+def _direction(values) -> str:
+  """How a series moves: 'increasing', 'non-decreasing', 'decreasing',
+  'non-increasing', 'constant' or 'not monotone'."""
+  steps = [b - a for a, b in zip(values, values[1:])]
+  if all(x == 0 for x in steps):
+    return "constant"
+  if all(x > 0 for x in steps):
+    return "increasing"
+  if all(x < 0 for x in steps):
+    return "decreasing"
+  if all(x >= 0 for x in steps):
+    return "non-decreasing"
+  if all(x <= 0 for x in steps):
+    return "non-increasing"
+  return "not monotone"
+
+
 def _sweep_reading(rows, key: str, what: str) -> str:
   """One sweep read off its own rows: how m* and m*/d move with `key`."""
   rows = sorted(rows, key=lambda r: r[key])
   m, ratio = [r["m_star_lp"] for r in rows], [r["m_over_d"] for r in rows]
-  up = all(b >= a for a, b in zip(m, m[1:]))
-  return (f"over {what}, m* goes {m[0]} -> {m[-1]} "
-          f"({'non-decreasing' if up else 'not monotone'}) and m*/d "
-          f"{min(ratio):.3f} .. {max(ratio):.3f}")
+  return (f"over {what}, m* goes {' -> '.join(map(str, m))} "
+          f"({_direction(m)}) and m*/d {min(ratio):.3f} .. {max(ratio):.3f}")
+
+
+def _probe_records(res: topm.MStar, trials: int) -> list[dict]:
+  """A bisection's probes as records (m, trials, feasible, undecided):
+  each probe drew its own subsets."""
+  return [{"m": int(m), "trials": trials, "feasible": round(f * trials),
+           "undecided": int(u)} for m, f, u in sorted(res.probes)]
+
+
+_FIG3_COLS = ["N", "d", "N_over_d", "m_star_lp", "m_star_lp_upper",
+              "m_star_bound", "m_over_d", "probes_text"]
+
+
+def _probes_text(recs) -> str:
+  return " ".join(f"{r['m']}:{r['feasible']}/{r['trials']}" for r in recs)
 
 
 def figure3(config, outdir: str) -> Section:
@@ -142,13 +201,24 @@ def figure3(config, outdir: str) -> Section:
   closed_n = bounds.m_star(np.asarray(c.N_values), c.d_fixed)
   rows_d = [{"N": c.N_fixed, "d": d, "N_over_d": c.N_fixed / d,
              "m_star_lp": r.lower, "m_star_lp_upper": r.upper,
-             "m_star_bound": int(b), "m_over_d": r.lower / d}
+             "m_star_bound": int(b), "m_over_d": r.lower / d,
+             "probes": _probe_records(r, c.trials)}
             for d, r, b in zip(c.d_values, res_d, closed_d)]
   rows_n = [{"N": n, "d": c.d_fixed, "N_over_d": n / c.d_fixed,
              "m_star_lp": r.lower, "m_star_lp_upper": r.upper,
-             "m_star_bound": int(b), "m_over_d": r.lower / c.d_fixed}
+             "m_star_bound": int(b), "m_over_d": r.lower / c.d_fixed,
+             "probes": _probe_records(r, c.trials)}
             for n, r, b in zip(c.N_values, res_n, closed_n)]
+  numbers = {"by_d": rows_d, "by_n": rows_n, "slope": slope,
+             "slope_interval": list(interval)}
+  cfg = {"threshold": config.threshold}
+  shown = [dict(r, probes_text=_probes_text(r["probes"]))
+           for r in rows_d + rows_n]
   body = "\n\n".join([
+      opening(rows_of(lp_claims.read_figure3, numbers, cfg),
+              "m ~ d/5 for d << N", "seed 001 Fig. 3"),
+      opening(rows_of(lp_claims.read_figure3_n, numbers, cfg), "m "
+              "decreases slowly with N", "seed 001 Fig. 3 (right)"),
       f"LP m* = largest m at which all {c.trials} random subsets are "
       f"selectable with equal logits (fraction >= {config.threshold}; "
       "integer bisection over m, `bottleneck.topm.m_star_search`), against "
@@ -159,8 +229,10 @@ def figure3(config, outdir: str) -> Section:
       f"through 0 fitted to the d sweep gives m* = {slope:.3f} d (90 % "
       f"bootstrap over its widths: {interval[0]:.3f} .. {interval[1]:.3f}; the "
       "paper's m ~ d/5 is for d << N at N = 32000; at GPT-2 size its "
-      "Figure 1 gives ~95 = 0.12 d). " + regime_note(rows_d),
-      table(rows_d), table(rows_n),
+      "Figure 1 gives ~95 = 0.12 d). " + regime_note(rows_d) + " "
+      "`probes_text`: the bisection's probes, m: selectable / subsets.",
+      table(shown[:len(rows_d)], _FIG3_COLS),
+      table(shown[len(rows_d):], _FIG3_COLS),
       figure(plots.sweep_fit(c.d_values, by_d, "d (embedding width)", slope,
                              f"Figure 3: m* vs d (N = {c.N_fixed})",
                              [int(b) for b in closed_d]), outdir,
@@ -171,9 +243,7 @@ def figure3(config, outdir: str) -> Section:
                              [int(b) for b in closed_n]), outdir,
              "figure3_n.png", "LP m* against the vocabulary size N at "
              "fixed d, with the closed-form m*.")])
-  return Section("Figure 3: LP m* vs d and N (random OPMs)", body,
-                 {"by_d": rows_d, "by_n": rows_n, "slope": slope,
-                  "slope_interval": list(interval)},
+  return Section("Figure 3: LP m* vs d and N (random OPMs)", body, numbers,
                  ["figure3_d.png", "figure3_n.png"])
 
 
@@ -201,29 +271,28 @@ PAPER_NATURAL = ("the paper: next-token probabilities of GPT-2 on news as "
 
 
 def natural_verdict(natural, uniform, spread, eps: float) -> Verdict:
-  """Appendix D read off the two sweeps (same subsets), with what eq. (17)
+  """Appendix D read off the two sweeps (same subsets) by the ledger's
+  test (Fisher per m, Holm; its power to see 0.1), with what eq. (17)
   allows: targets only move the LP's right-hand side within [1, 1 + R],
   against a gap eps to the other tokens' threshold."""
-  differ = [a["m"] for a, b in zip(natural, uniform)
-            if a["feasible"] != b["feasible"]]
+  row = lp_claims.comparison_row(natural, uniform, ("natural", "uniform"),
+                                 statistic="")
+  differ = sum(a["feasible"] != b["feasible"]
+               for a, b in zip(natural, uniform))
   r_nat = max(r["R_natural_max"] for r in spread)
   r_uni = max(r["R_uniform_max"] for r in spread)
   why = (f"Eq. (17)'s scale s = {spread[-1]['s']:.0f}..{spread[0]['s']:.0f} "
          f"puts every target logit in [1, 1 + R]: R <= {r_nat:.3f} for the "
          f"natural targets, <= {r_uni:.3f} for the uniform ones, against "
          f"the gap eps = {eps} to the other tokens")
-  counts = (f"verdict counts differ at {len(differ)} of {len(natural)} m "
-            f"({natural[0]['trials']} subsets each, the same for both)")
-  if r_nat >= eps / 2:
-    reading = (": the targets move the LP by as much as its gap, so the "
-               "scaling alone does not force the two curves together")
-  else:
-    reading = (": any two target sets pose nearly the equal-logit LP, so "
-               "only subsets whose optimum lies within about R of the "
-               "threshold can change verdict, and agreement is what the "
-               "scaling predicts for any targets")
-  return Verdict(SMALLER if len(differ) <= len(natural) // 4 else DISAGREES,
-                 f"{counts}. {why}{reading}.", PAPER_NATURAL,
+  reading = ("the targets move the LP by as much as its gap, so the "
+             "scaling alone does not force the two curves together"
+             if r_nat >= eps / 2 else "any two target sets pose nearly the "
+             "equal-logit LP, so agreement is what the scaling predicts")
+  return Verdict(lp_claims.section_word(row),
+                 f"{row.ours}" + (f" ({row.why})" if row.why else "")
+                 + f"; selectable counts differ at {differ} of "
+                 f"{len(natural)} m. {why}: {reading}.", PAPER_NATURAL,
                  "seed 001 App. D")
 
 
@@ -266,110 +335,3 @@ def natural_targets(config, outdir: str) -> Section:
                  {"natural": natural, "uniform": uniform, "spread": spread,
                   "contexts": int(targets.shape[0])},
                  ["appendix_d_natural.png"])
-
-
-_TSTAR_COLS = ["m", "trials", "fraction", "t_star_q10", "t_star_median",
-               "t_star_q90", "unclosed"]
-
-
-def _tstar_reading(curves: dict, threshold: float) -> str:
-  """Which matrix has the lower optimum at each m (medians of t*)."""
-  (name_a, recs_a), (name_b, recs_b) = list(curves.items())[:2]
-  parts = []
-  for ra, rb in zip(recs_a, recs_b):
-    a, b = ra["t_star_median"], rb["t_star_median"]
-    if np.isnan(a) or np.isnan(b):
-      continue
-    side = "lower" if a < b else "higher"
-    parts.append(f"m = {ra['m']}: {a:.3g} vs {b:.3g} ({side})")
-  if not parts:
-    return "No bracket closed: no t* to compare."
-  return (f"Median t* of {name_a} vs {name_b} (below {threshold:g} = "
-          f"selectable): " + "; ".join(parts) + ". The fractions above "
-          "only say on which side of the threshold each t* falls; the "
-          "distance to it is how robust the selection is.")
-
-
-PAPER_TRAINED = ("the paper: GPT-2's trained head selects like a random "
-                 "one of its size, Fig. 1 solid vs dotted")
-
-
-def trained_verdict(curves: dict) -> Verdict:
-  """Trained against its Gaussian twin (the first two curves: name ->
-  records over m): a pooled two-proportion test at each m (5 %, two-sided,
-  |z| > 1.96), and on which side the trained fractions lie."""
-  (name_a, a), (name_b, b) = list(curves.items())[:2]
-  zs = [(ra["m"], stats.two_proportion_z(ra["feasible"], ra["trials"],
-                                   rb["feasible"], rb["trials"]))
-        for ra, rb in zip(a, b)]
-  m, z = max(zs, key=lambda mz: abs(mz[1]))
-  signs = {int(np.sign(zz)) for _, zz in zs} - {0}
-  side = ("equal at every m" if not signs else "on one side at every m "
-          f"where they differ ({'above' if signs == {1} else 'below'})"
-          if len(signs) == 1 else "on both sides")
-  said = (f"{name_a.split(' (')[0]} against {name_b}: largest |z| "
-          f"{abs(z):.2f} at m = {m} ({a[0]['trials']} subsets per m); the "
-          f"trained fractions are {side}")
-  if abs(z) > 1.96:
-    return Verdict(DISAGREES, f"{said}; the fractions differ at m = {m} "
-                   "(two-proportion test, 5 %).", PAPER_TRAINED,
-                   "seed 001 Fig. 1")
-  # The difference such a test finds 4 times in 5 (near p = 0.5).
-  detectable = (1.96 + 0.84) * math.sqrt(0.5 / a[0]["trials"])
-  power = (f"the test finds a difference of {detectable:.2f} in fraction 4 "
-           "times in 5; smaller ones go unseen" if detectable < 1 else
-           "the test has no power")
-  return Verdict(SMALLER, f"{said}; no m differs at 5 % (with "
-                 f"{a[0]['trials']} subsets per m {power}).", PAPER_TRAINED,
-                 "seed 001 Fig. 1")
-
-
-def trained_vs_random(config, outdir: str) -> Section:
-  """A trained OPM against a random one of the same size (Figure 1, solid),
-  and the distribution of the optimum t* of both (solve mode)."""
-  c = config.trained
-  m_values = cli.parse_int_list("trained.m", c.m)
-  solve_m = cli.parse_int_list("trained.solve_m", c.solve_m) \
-      if c.solve_m else []
-  curves, numbers, lines, optima = {}, {}, [], {}
-  for spec in c.matrices:
-    mat = matrices.load(spec)
-    n, d = mat.array.shape
-    rnd = matrices.random(n, d, config.seed)
-    for label, a in ((mat.name, mat.array), (f"random {n}x{d}", rnd)):
-      recs = _sweeps(a, c, m_values, ("logits",), config.seed)["logits"]
-      curves[label] = recs
-      numbers[label] = recs
-      lines += [f"**{label}**: fraction >= {config.threshold} up to "
-                f"{_m_lp_text(recs, config.threshold)}.",
-                table(_strip(recs), _COLS)]
-      if solve_m:
-        optima[label] = _sweeps(
-            a, c, solve_m, ("logits",), config.seed + 1,
-            trials=c.solve_trials, objective="solve",
-            tolerance=c.solve_tolerance)["logits"]
-        numbers[f"{label} t*"] = optima[label]
-  first = matrices.load(c.matrices[0]).array.shape
-  figures = [figure(plots.topm_curves(curves, first, first), outdir,
-                    "trained_vs_random.png", "A trained matrix against a "
-                    "Gaussian one of its shape: how far apart the "
-                    "selectability curves lie.")]
-  if optima:
-    lines += [f"**Optimum t*** (`--objective=solve`, {c.solve_trials} "
-              f"other subsets per m, certified to {c.solve_tolerance:g} "
-              "relative): " + _tstar_reading(optima, 1.0)]
-    lines += [f"*{label}*\n\n" + table(_strip(recs), _TSTAR_COLS)
-              for label, recs in optima.items()]
-    figures.append(figure(plots.tstar_strips(optima), outdir,
-                          "trained_vs_random_tstar.png",
-                          "The optimum t* per subset, trained vs Gaussian: "
-                          "below the dashed line S is selectable, and the "
-                          "distance to it is the margin."))
-  body = "\n\n".join([
-      markdown(trained_verdict(curves)),
-      "Equal-logit top-m question on trained output matrices and on "
-      f"Gaussian matrices of the same size ({c.trials} subsets per m).",
-      *lines, *figures])
-  return Section("Trained vs random OPMs (Figure 1, solid vs dotted)", body,
-                 numbers, ["trained_vs_random.png"] + (
-                     ["trained_vs_random_tstar.png"] if optima else []))

@@ -12,10 +12,9 @@ import math
 import os
 
 from train.probes import encoding, frequency, pruning, spec, subjects
-from train.report import claim, lowrank
-from train.report.claim import (CANNOT, DISAGREES, NOT_RUN, REPRODUCED,
-                                SMALLER, Unread, Verdict, finite, mapping,
-                                markdown, num, per_subject, records)
+from train.report import claim, lowrank, seed003_rows
+from train.report.claim import (CANNOT, DISAGREES, REPRODUCED, SMALLER,
+                                Verdict, markdown, num, records)
 from train.report.section import (Section, figure, probe_subject, table,
                                   text_pass)
 
@@ -38,6 +37,7 @@ def encoding_section(config, outdir: str) -> Section:
   figs = [figure(f, outdir, f"{n}.png", _CAPTIONS[n]) for n, f in
           {**f_enc, **f_edit, **f_prune, **f_freq}.items()]
   sal, adv = prune["saliency"], prune["adversarial"]
+  numbers = {"encoding": enc, "edit": edit, "prune": prune}
   body = "\n\n".join([
       f"Subject: {subject.name} (V = {enc['V']}, D = {enc['D']}, untied "
       "head with bias; the bias enters the MLR as the h = 1 dimension).",
@@ -46,14 +46,23 @@ def encoding_section(config, outdir: str) -> Section:
           "adj_r2", "adj_r2_without_bias", "random_adj_r2",
           "shuffled_adj_r2", "adj_r2_input_embeddings",
           "top_pc_abs_spearman", "median_dim_abs_spearman") if k in enc}]),
+      " ".join(said(fn, cite, enc, numbers, config) for fn, cite in (
+          (seed003_rows.table1_row, "seed 003 Table 1"),
+          (seed003_rows.input_row, "seed 003 Table 1 (input embeddings)"),
+          (seed003_rows.sparsity_row, "seed 003 Fig. 3"))
+               if fn != seed003_rows.input_row
+               or "adj_r2_input_embeddings" in enc),
       f"**Algorithm 1** ({c.edit_tokens} tokens, scales "
       "1..20 up and down; e = |ln r - ln r_hat|; unedited error "
       f"{edit['unedited_error']:.2f}; paper GPT-2 b=2: e_local 0.19):",
-      table(edit["table"]),
-      _editing_reading(edit),
+      table(edit["table"], EDIT_COLUMNS),
+      said(seed003_rows.edit_row, "seed 003 Algorithm 1", edit, numbers,
+           config, reason=EDIT_REASON),
       f"**Dimension removal** (Fig. 6), KL at 30% / 50% removed: saliency "
       f"order {sal[3]:.3g} / {sal[5]:.3g}, adversarial {adv[3]:.3g} / "
-      f"{adv[5]:.3g}. " + _removal_reading(sal, adv, enc["V"], enc["D"]),
+      f"{adv[5]:.3g}. "
+      + said(seed003_rows.removal_row, "seed 003 Fig. 6", prune, numbers,
+             config, reason=REMOVAL_REASON),
       "**Frequency probe** (Fig. 7) on the probe model (thesis GPT): "
       + markdown(frequency_verdict(freq["rows"], enc["V"])),
       table(freq["rows"]),
@@ -115,129 +124,77 @@ _CAPTIONS = spec.captions(encoding.ENCODING, encoding.EDIT, pruning.PRUNE,
                           frequency.FREQUENCY)
 
 
-def _removal_reading(sal, adv, v: int, d: int) -> str:
-  """Seed 003 Fig. 6 says removing the most salient dimensions first hurts
-  most; say so when this run disagrees, and why it may."""
-  if adv[3] >= sal[3] and adv[5] >= sal[5]:
-    return "As in seed 003, the adversarial order hurts more."
-  return ("**Disagrees with seed 003 Fig. 6**: here the adversarial order "
-          "costs less than the saliency order. Likely reason: a small, "
-          f"briefly trained model (V = {v}, D = {d}) whose MLR slopes are "
-          "noisy (the saliency ranks dimensions by them), measured on "
-          "another text than the one they were fitted on.")
+EDIT_COLUMNS = ("variant", "e_local", "e_id", "e_ood", "kl_unedited")
 
 
-def _editing_reading(edit) -> str:
-  """Whether Algorithm 1 reproduced, read off the b = 2 row: an edit that
-  works removes most of the error of not editing at all."""
-  row = next(r for r in edit["table"] if r["variant"] == "b=2")
-  ratio = row["e_local"] / edit["unedited_error"]
-  if ratio <= 0.5:
-    return (f"Algorithm 1 **reproduces** here: b = 2 edits leave "
-            f"e_local = {row['e_local']:.2f}, {ratio:.0%} of the unedited "
-            "error.")
-  return (f"Algorithm 1 **does not reproduce** here: b = 2 edits leave "
-          f"e_local = {row['e_local']:.2f}, {ratio:.0%} of the unedited "
-          "error. Editing needs eq. (2)'s approximations (concentrated "
-          "logits, -log E[p] ~ E[-log p]); where they fail the MLR slopes "
-          "are not -E[h]. The row 'A = -E[h]' (ours) uses eq. (1)'s "
-          "direction directly.")
+EDIT_REASON = ("Editing needs eq. (2)'s approximations (concentrated "
+               "logits, -log E[p] ~ E[-log p]); where they fail the MLR "
+               "slopes are not -E[h]. The row 'A = -E[h]' (ours) uses eq. "
+               "(1)'s direction directly.")
+
+REMOVAL_REASON = ("Likely reason: a small, briefly trained model whose MLR "
+                  "slopes (the saliency ranks dimensions by them) are noisy, "
+                  "measured on another text than the one they were fitted "
+                  "on.")
 
 
-# The claims ledger's rows (train/report/ledger.py).
+def said(row_fn, cite: str, numbers: dict, whole: dict, config,
+         name: str = "probe model", reason: str = "") -> str:
+  """The section's sentence of one subject's ledger row (seed003_rows), so
+  that section and ledger say the same: '**Agrees with cite**: ours (n;
+  uncertainty).', 'Disagrees' likewise (then `reason`), or '**Cannot
+  tell** (cite): ...' with the row's why."""
+  try:
+    cfg = config.to_dict() if hasattr(config, "to_dict") else config
+    r = row_fn(name, numbers, whole, cfg)
+  except (claim.Unread, KeyError) as e:
+    return f"({cite}: no ledger row: {e})"
+  detail = f"{r.ours} ({r.n}; {r.uncertainty})"
+  if r.verdict == REPRODUCED:
+    return f"**Agrees with {cite}**: {detail}."
+  if r.verdict == DISAGREES:
+    return f"**Disagrees with {cite}**: {detail}." + (
+        f" {reason}" if reason else "")
+  return f"**Cannot tell** ({cite}): {detail}; {r.why}."
 
 
-def read_encoding(s, cfg):
-  """Table 1: adj. R^2 of -log p on W, the probe model."""
-  r2 = num(s, "encoding", "adj_r2")
-  return (f"adj. R^2 {r2:.3f} (probe model, V = {s['encoding']['V']})",
-          "a small trained GPT", SMALLER if r2 >= 0.8 else
-          f"{DISAGREES}: below 0.8 on a small, briefly trained model")
+# The claims ledger's rows (train/report/ledger.py): seed003_rows.py's and
+# Fig. 7's.
+
+PYTHIA_STEPS = 143_000  # Fig. 7: the Pythia suite's last checkpoint.
 
 
 def read_frequency(s, cfg):
-  """Fig. 7 on the llama-like run (`frequency_verdict`)."""
+  """Fig. 7 on the llama-like run (`frequency_verdict`): the checkpoint
+  spacing is its resolution (the same checkpoint: too small to speak)."""
+  del cfg
   f = s["frequency_llama"]
   rows = records(f, "rows", need=("step", "adj_r2"), at="frequency_llama")
   num(f, "V", at="frequency_llama")
   for i, r in enumerate(rows):
     if r.get("val_loss") is not None:  # None: not logged at that step.
       num(r, "val_loss", at=f"frequency_llama.rows[{i}]")
-  return claim.reading(frequency_verdict(f["rows"], f["V"]),
-                       f"llama-like run, V = {f['V']}, "
-                       f"{f['rows'][-1]['step']} steps")
+  steps = [r["step"] for r in rows]
+  gaps = sorted({b - a for a, b in zip(steps, steps[1:])})
+  last = steps[-1]
+  return claim.row_of(
+      frequency_verdict(rows, f["V"]),
+      statistic=(f"first checkpoint with adj. R^2 of -log frequency >= "
+                 f"{ENCODED_R2} against the first where the validation "
+                 f"loss has made {CONVERGED_SHARE:.0%} of its fall from "
+                 "ln V; reproduced when earlier"),
+      n=f"{len(rows)} checkpoints to step {last}",
+      uncertainty=(f"each step known to its checkpoint spacing ("
+                   f"{gaps[0]}..{gaps[-1]} steps)" if gaps else
+                   "one checkpoint"),
+      deviations=(f"steps: {last} = {last / PYTHIA_STEPS:.2%} of Pythia's "
+                  f"{PYTHIA_STEPS}", f"subject: a llama-like run with V = "
+                  f"{f['V']} (the paper: the Pythia suite)",
+                  "corpus: Shakespeare (the paper: the Pile)",
+                  "one seed"))
 
 
-def read_sparsity(named):
-  """Fig. 3: W's dimensions poorly correlated with log p."""
-  for n, e in named:
-    num(e, "median_dim_abs_spearman", at=n)
-  ours = "; ".join(f"{n}: median |Spearman| {e['median_dim_abs_spearman']:.2f}"
-                   for n, e in named)
-  return ours, "probe GPT and real LLMs; poorly = median below 0.2", \
-      per_subject({n: DISAGREES if e["median_dim_abs_spearman"] > 0.2
-                    else REPRODUCED for n, e in named})
-
-
-def read_input_embeddings(named):
-  """Table 1 on the input embeddings of untied models."""
-  named = [(n, e) for n, e in named if "adj_r2_input_embeddings" in e]
-  if not named:
-    return "-", "untied heads only", f"{NOT_RUN}: no untied subject"
-  for n, e in named:
-    num(e, "adj_r2_input_embeddings", at=n)
-  ours = "; ".join(f"{n}: {e['adj_r2_input_embeddings']:.2f}"
-                   for n, e in named)
-  return ours, "untied heads only; below 0.5 disagrees", per_subject(
-      {n: DISAGREES if e["adj_r2_input_embeddings"] < 0.5 else REPRODUCED
-       for n, e in named})
-
-
-def _numbers_at(p, key, name, indices) -> list:
-  """p[key], a list with finite numbers at `indices`."""
-  values = p[key]
-  if not isinstance(values, list):
-    raise TypeError(f"`{name}.{key}` is a {type(values).__name__}, not a "
-                    "list")
-  for i in indices:
-    finite(values[i], f"{name}.{key}[{i}]")
-  return values
-
-
-def read_removal(named):
-  """Fig. 6: KL after removing 30 % / 50 % of the dimensions, saliency
-  order vs adversarial; within 10 % of each other: cannot tell."""
-  parts, verdicts = [], {}
-  for n, p in named:
-    ratios = mapping(p, n)["ratios"]
-    if not isinstance(ratios, list) or not {0.3, 0.5} <= set(ratios):
-      raise Unread(f"`{n}.ratios` lacks 0.3 or 0.5")
-    i30, i50 = ratios.index(0.3), ratios.index(0.5)
-    sal, adv = (_numbers_at(p, k, n, (i30, i50))
-                for k in ("saliency", "adversarial"))
-    parts.append(f"{n}: saliency {sal[i30]:.3g} / {sal[i50]:.3g}, "
-                 f"adversarial {adv[i30]:.3g} / {adv[i50]:.3g}")
-    ratio = min(adv[i30] / max(sal[i30], 1e-12),
-                adv[i50] / max(sal[i50], 1e-12))
-    verdicts[n] = (REPRODUCED if ratio > 1.1 else CANNOT if ratio > 0.9
-                   else DISAGREES)
-  return "; ".join(parts), ("KL at 30 % / 50 % removed; within 10 %: "
-                            "cannot tell"), per_subject(verdicts)
-
-
-CLAIMS = (
-    claim.on("003", "Table 1", "adj. R^2 of -log p on W: 0.892 (GPT-2)",
-             "encoding", read_encoding),
+CLAIMS = seed003_rows.CLAIMS + (
     claim.on("003", "Fig. 7 (§5)", "frequency encoded before the loss "
              "converges", "encoding", read_frequency),
-    claim.on_every_subject(
-        "003", "Fig. 3", "the overwhelming majority of W's dimensions "
-        "poorly correlated with log p", "encoding", read_sparsity),
-    claim.on_every_subject(
-        "003", "Table 1 (input embeddings)", "adj. R^2 0.66-0.81 on the "
-        "input embeddings of untied models", "encoding",
-        read_input_embeddings),
-    claim.on_every_subject(
-        "003", "Fig. 6", "removing the least salient dimensions first costs "
-        "less than the most salient first", "prune", read_removal),
 )

@@ -1,11 +1,12 @@
 """Report section for seed 004 (the thesis): its small GPT models trained at
 equal token budgets on real text with the GPT-Neo tokenizer, the ordering
 of their validation losses (Fig. 5.1) checked, held-out text completed
-(Tables 5.1 / 5.2).
+(Tables 5.1 / 5.2); the ledger's rows (train/report/thesis_stats.py):
+Fig. 5.1's ordering, §5.1's "Models 1-6 alike", Table 4.1's counts.
 
 The runs (`thesis_run`, configs/thesis.py) land in <outdir>/runs/
 (training_runs.run_dir; a finished run resumes instantly, so every section
-can ask for the runs it needs in any order). Also the ledger's row.
+can ask for the runs it needs in any order).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import json
 import os
 import re
 
+import numpy as np
+
 from configs import thesis
-from train.report import claim
+from train.report import claim, thesis_eval, thesis_stats
 from train.report.claim import CANNOT, DISAGREES, SMALLER, Verdict, markdown
 from train.report.section import Section, figure, table as md_table
 from train.report.training_runs import run_dir, short_run
@@ -23,9 +26,6 @@ from train.training import completions, plots as train_plots
 from train.training import runs as run_folders
 from train.training import trainer
 
-# Fig. 5.1: at equal steps Model 8's validation loss falls fastest, then
-# Model 7's, then Model 6's, and Models 1-5 track Model 6's (§5.1).
-THESIS_GROUP = {"model8": 0, "model7": 1}  # Others: group 2.
 PAPER_THESIS = ("seed 004 Fig. 5.1: at equal training steps Model 8's "
                 "validation loss is lowest, then Model 7's, then Models "
                 "1-6's")
@@ -53,13 +53,33 @@ def thesis_run(name: str, steps: int, outdir: str, source: str = "",
   return workdir
 
 
+def measured(workdirs: dict, windows: int = 0) -> dict:
+  """What the ledger's rows test (train/report/thesis_eval.py): each run's
+  loss on every validation window of its last evaluation, the unigram's on
+  the same windows (the first `windows` of them; 0: all), Table 4.1's
+  parameter counts."""
+  losses, targets = {}, None
+  for name, wd in workdirs.items():
+    losses[name], y = thesis_eval.window_losses(wd, windows)
+    if targets is not None and not np.array_equal(y, targets):
+      raise ValueError("the thesis runs were evaluated on different "
+                       "validation windows; their losses cannot be paired.")
+    targets = y
+  first = next(iter(workdirs.values()))
+  return {"window_losses": losses, "unigram": {
+      "window_losses": thesis_eval.unigram_window_losses(first, targets)},
+          "param_counts": thesis_eval.param_counts()}
+
+
 def training(config, outdir: str) -> Section:
-  """Seed 004 Fig. 5.1 and Tables 5.1 / 5.2: the thesis's models."""
+  """Seed 004 Fig. 5.1, §5.1 and Tables 4.1, 5.1 / 5.2: the thesis's
+  models."""
   c = config.training
   workdirs = {name: thesis_run(name, c.steps, outdir, c.source, c.path,
                                c.batch, c.lr)
               for name in c.runs}
   rows = {name: run_folders.metrics(wd) for name, wd in workdirs.items()}
+  got = measured(workdirs, c.get("eval_windows", 0))
   runs = []
   for name, wd in workdirs.items():
     with open(os.path.join(wd, "config.json")) as f:
@@ -71,65 +91,68 @@ def training(config, outdir: str) -> Section:
                  "vocab": cfg["model"]["vocab_size"],
                  "tokens": c.steps * cfg["train"]["batch_size"] *
                            cfg["model"]["block_size"],
-                 "final_val_loss": vals[-1] if vals else None})
+                 "final_val_loss": vals[-1] if vals else None,
+                 "window_losses": got["window_losses"][name]})
   table = completions.story_table(list(workdirs.values()), c.stories,
                                   list(c.tokens), seed=config.seed,
                                   labels=list(workdirs))
   corpus = (f"{c.source}" + (f" ({c.path})" if c.path else "")
-            if c.source else "the configs' own corpus")
+            if c.source else "the configs' own corpus (generated stories, "
+            "byte-level)")
+  numbers = {"runs": runs, "unigram": got["unigram"], "steps": c.steps,
+             "thesis_steps": thesis.get_config("model1").train.steps,
+             "seeds": [config.seed], "corpus": corpus,
+             "param_counts": got["param_counts"],
+             "completions_markdown": table}
+  shown = [{k: v for k, v in r.items() if k != "window_losses"}
+           for r in runs]
   body = "\n\n".join([
-      markdown(thesis_verdict(runs)),
+      markdown(thesis_verdict(numbers)),
       f"Thesis architectures (Table 4.1: heads / layers / width) trained "
       f"on {corpus} at equal token budgets ({c.steps} steps of "
-      f"{runs[0]['tokens'] // c.steps} tokens; the thesis: 20,000 steps on "
-      "TinyStories). Validation loss in nats per token.", md_table(runs),
+      f"{runs[0]['tokens'] // c.steps} tokens; the thesis: "
+      f"{numbers['thesis_steps']:,} steps on TinyStories). Validation loss "
+      "in nats per token; the unigram cross-entropy of the same windows "
+      f"(token frequencies of the training text, no context): "
+      f"{np.mean(got['unigram']['window_losses']):.3f}.", md_table(shown),
+      said("Models 1-6 alike (§5.1)", thesis_stats.alike_row(numbers)),
+      said("Table 4.1's parameter counts", thesis_stats.params_row(numbers)),
       figure(train_plots.curves_figure(rows, "Seed 004: training curves"),
              outdir, "training_curves.png", "Training (solid) and "
              "validation (dashed) loss of each thesis model against steps "
              "(equal tokens per step)."),
       "Held-out text split at a random token, completed greedily "
       "(seed 004, Tables 5.1 / 5.2):", table])
-  return Section("Seed 004: the thesis's small GPT models", body,
-                 {"runs": runs, "completions_markdown": table},
+  return Section("Seed 004: the thesis's small GPT models", body, numbers,
                  ["training_curves.png"])
 
 
-def thesis_verdict(runs) -> Verdict:
-  """The section's conclusion from its rows: for every pair of trained
-  models the thesis orders (Model 8 < Model 7 < Models 1-6 in validation
-  loss at equal steps), whether ours are in that order."""
-  base = lambda r: r["run"].split(",")[0]
-  group = lambda r: THESIS_GROUP.get(base(r), 2)
-  pairs = [(a, b) for a in runs for b in runs if group(a) < group(b)]
-  if not pairs:
-    return Verdict(CANNOT, (
-        f"the models trained here ({', '.join(base(r) for r in runs)}) are "
-        "ones the thesis does not order; a run with Model 7 or 8 beside "
-        "them would decide."), PAPER_THESIS)
-  reversed_ = [(a, b) for a, b in pairs
-               if a["final_val_loss"] >= b["final_val_loss"]]
-  detail = ", ".join(f"{base(r)} {r['final_val_loss']:.3f}" for r in sorted(
-      runs, key=lambda r: r["final_val_loss"]))
-  if not reversed_:
-    return Verdict(SMALLER, (
-        "for every pair trained here (final validation loss, lowest first: "
-        f"{detail}; one seed each, so differences near 0.01 nats would need "
-        "seeds)."), PAPER_THESIS, continues=True)
-  a, b = reversed_[0]
-  return Verdict(DISAGREES, (
-      f"{base(a)} ends at {a['final_val_loss']:.3f} nats, not below "
-      f"{base(b)}'s {b['final_val_loss']:.3f} ({detail}); at this budget "
-      "the larger model has not yet pulled ahead."), PAPER_THESIS)
+def said(what: str, row: claim.Row) -> str:
+  """A paragraph stating one of the section's ledger rows."""
+  return (f"**{what}**: {row.verdict}: {row.ours}" +
+          (f" ({row.why})" if row.why else "") + ".")
 
 
-def read_claim(s, cfg):
-  """The ledger's row: the section's verdict on its saved runs."""
-  r = claim.records(s, "runs", need=("final_val_loss",))
-  return claim.reading(thesis_verdict(r), ", ".join(
-      x["run"] for x in r) + f"; {r[0].get('tokens', '?')} tokens each")
+def thesis_verdict(numbers) -> Verdict:
+  """The section's opening sentence: the ledger's Fig. 5.1 row (every
+  pair the thesis orders, Model 8 < Model 7 < Models 1-6 at equal steps,
+  clear of the evaluation noise, every model beyond the unigram)."""
+  row = thesis_stats.ordering_row(numbers)
+  word = {claim.REPRODUCED: SMALLER, DISAGREES: DISAGREES}.get(row.verdict,
+                                                               CANNOT)
+  tail = f"; {row.why}" if row.why else ""
+  unc = f" ({row.uncertainty})" if row.uncertainty != "-" else ""
+  return Verdict(word, f"{row.ours}{unc}{tail}.", PAPER_THESIS)
 
 
 CLAIMS = (
     claim.on("004", "Fig. 5.1", "Model 8 < Model 7 < Models 1-6 in loss at "
-             "equal steps", "training", read_claim),
+             "equal steps", "training",
+             lambda s, cfg: thesis_stats.ordering_row(s)),
+    claim.on("004", "§5.1 Models 1-6 alike", "Models 1-5's validation "
+             "loss closely mirrors Model 6's", "training",
+             lambda s, cfg: thesis_stats.alike_row(s)),
+    claim.on("004", "Table 4.1", "6.69M (Models 1, 3, 5), 6.89M (2, 4, 6), "
+             "29M (7), 70M (8) parameters", "training",
+             lambda s, cfg: thesis_stats.params_row(s)),
 )

@@ -254,8 +254,13 @@ class Checkpointer:
   def restore(self, step: int, abstract_state):
     """(state, data position) at `step`, with the shardings of the target;
     a checkpoint that fails its manifest is a CheckpointError."""
-    problem = integrity.manifest_problem(os.path.join(self.directory,
-                                                      str(step)))
+    folder = os.path.join(self.directory, str(step))
+    problem = integrity.manifest_problem(folder)
+    if not problem and not os.path.isfile(os.path.join(
+        folder, integrity.MANIFEST)):
+      print(f"warning: checkpoint {step} in {self.directory} has no "
+            f"{integrity.MANIFEST} (older than manifests, or killed between "
+            "its save and its manifest): restored unverified.", flush=True)
     if problem:
       raise CheckpointError(f"checkpoint {step} in {self.directory} could not "
                             f"be restored: it fails its checksums ({problem})")

@@ -1,0 +1,223 @@
+"""Both sides of the thresholds of seed 002's rows (seed002.py: eq. (10),
+App. D's cosine, Figs. 2 and 8; lowrank.py: Fig. 1; spamlang.py: Fig. 14),
+the same verdict at every scale's config, and the new intervals against
+scipy (issue 77)."""
+
+import math
+
+from absl.testing import absltest
+import numpy as np
+from scipy import stats as sps
+
+from configs import report as report_config
+from tests import ledger_sides
+from tests.ledger_sides import Case
+from train.report import claim, lowrank, seed002, spamlang
+
+R, D, T, C = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
+              claim.CONSISTENT)
+CFG = {"lowrank": {"flat": 0.01}, "spamlang": {"learned": 0.95}}
+PROBE = "probe_model1_shakespeare_bpe4096_0123456789"
+
+
+def _head(ratio=0.9916, twin=(0.9915, 0.9920, 0.0002), cosines=None,
+          decrease=(0.05, 0.002), rank=((512, 512), (4096, 4090)),
+          d_over_v=1 / 64):
+  """One probed head's numbers as the gradient section saves them."""
+  out = {"norm_ratio": ratio, "D_over_V": d_over_v, "V": 4096, "D": 64,
+         "tokens": 8192, "mean_cosine": 0.125,
+         "cosine_windows": list(cosines or [0.12, 0.13, 0.125, 0.128]),
+         "efficiency_batches": {
+             "tokens_per_batch": 1024, "fraction": 0.01,
+             "logit_decrease": [decrease[0] * (1 + 0.01 * i)
+                                for i in range(4)],
+             "hidden_decrease": [decrease[1] * (1 - 0.01 * i)
+                                 for i in range(4)]},
+         "rank_vs_tokens_long": [{"tokens": t, "rank": k} for t, k in rank]}
+  if twin:
+    out["random_head"] = {"trained": twin[0], "random": twin[1],
+                          "random_std": twin[2], "counted": 0.9922,
+                          "tokens": 512}
+  return {"gradient": {PROBE: out}}
+
+
+def grad(where, head, verdict, note):
+  return Case("002", where, head, CFG, {"probe model": verdict}, note)
+
+
+EQ10, COS, FIG8, FIG2 = ("Fig. 6, eq. (10)", "App. D / Fig. 11",
+                         "Fig. 8 (§3.4)", "Fig. 2")
+
+
+def _curve(top_end, fall=0.0, noise=0.0, steps=1200):
+  """A largest-D validation curve: 6.0 at the first evaluation down to
+  `top_end` at 3/4 of the stable phase, then falling by `fall` (relative)
+  over its last quarter, each evaluation off by +-noise (relative), and a
+  decay drop after it."""
+  stable = steps - steps // 10
+  out = [(s, 6.0 - (6.0 - top_end) * s / (0.75 * stable))
+         for s in range(steps // 12, int(0.75 * stable), steps // 12)]
+  for i, s in enumerate(sorted(lowrank.window_evals(steps, stable))):
+    x = (s - 0.75 * stable) / (0.25 * stable)
+    out.append((s, top_end * (1 - fall * x) * (1 + noise * (-1) ** i)))
+  return sorted(out) + [(steps, top_end * 0.97)]
+
+
+def _lowrank_rows(low_final=5.2, fall=0.0, noise=0.0, seeds=(0, 1),
+                  top_end=5.0, steps=1200):
+  rows = []
+  for seed in seeds:
+    end = top_end if not isinstance(top_end, tuple) else top_end[seed]
+    curve = _curve(end, fall, noise, steps)
+    f = lowrank.flatness(curve, 0.01, until=steps - steps // 10)
+    low_curve = [(steps // 2, 6.0), (steps, low_final)]
+    common = {"V": 4096, "seed": seed, "steps": steps, "width": 256,
+              "tokens_per_step": 1024, "val_tokens": 8192,
+              "stable_until": steps - steps // 10}
+    lf = lowrank.flatness(low_curve, 0.01, until=steps - steps // 10)
+    rows.append(dict(common, D=8, final_val_loss=low_final, curve=low_curve,
+                     fall=lf["fall"], flat=False, flatness=lf))
+    rows.append(dict(common, D=256, final_val_loss=curve[-1][1],
+                     curve=curve, fall=f["fall"], flat=f["state"] == "flat",
+                     flatness=f))
+  return {"lowrank": {"rows": rows}}
+
+
+def _spam_rows(low_losses, full_acc=0.99, low_acc=0.2,
+               vocabs=(256, 4096), full_loss=0.05):
+  rows = []
+  for v, low in zip(vocabs, low_losses):
+    common = {"V": v, "seed": 0, "steps": 250, "lr": 3e-3, "b2": 0.999,
+              "sequences": 256}
+    rows.append(dict(common, D=128, full_rank=True, final_val_loss=full_loss,
+                     accuracy=full_acc))
+    rows.append(dict(common, D=8, full_rank=False, final_val_loss=low,
+                     accuracy=low_acc))
+  return rows
+
+
+def spam(rows, verdict, note, b2_rows=()):
+  return Case("002", "Fig. 14 (§3.2)",
+              {"spamlang": {"rows": rows, "b2_rows": list(b2_rows)}}, CFG,
+              {"": verdict}, note)
+
+
+LOW = "Fig. 1 (§3.1)"
+CASES = [
+    grad(EQ10, _head(), R, "trained within its Gaussian twins' interval"),
+    grad(EQ10, _head(twin=(0.9900, 0.9920, 0.0002)), D,
+         "trained clear below its twins: passes more than its rank forces"),
+    grad(EQ10, _head(ratio=0.93, d_over_v=0.2), D, "under 0.95"),
+    grad(EQ10, _head(twin=(0.9921, 0.9920, 0.02)), T,
+         "the twins' spread reaches below 0.95"),
+    grad(EQ10, _head(twin=None), R, "no twin: a consistency check"),
+    grad(COS, _head(), R, "window interval inside 0.1-0.2"),
+    grad(COS, _head(cosines=[0.30, 0.31, 0.29, 0.30]), D, "above 0.2"),
+    grad(COS, _head(cosines=[0.08, 0.12, 0.09, 0.13]), T, "straddles 0.1"),
+    grad(FIG8, _head(decrease=(0.05, 0.001)), R, "x50: over x10"),
+    grad(FIG8, _head(decrease=(0.05, 0.01)), D, "x5: under x10"),
+    Case("002", FIG8, {"gradient": {PROBE: dict(
+        _head()["gradient"][PROBE], efficiency_batches={
+            "tokens_per_batch": 1024, "fraction": 0.01,
+            "logit_decrease": [0.05, 0.05, 0.05],
+            "hidden_decrease": [0.02, 0.002, 0.0005]})}}, CFG,
+         {"probe model": T}, "batches from x2.5 to x100: straddles x10"),
+    grad(FIG2, _head(), R, "4090 of 4096 at T = 4096"),
+    grad(FIG2, _head(rank=((512, 512), (4096, 2951))), D, "72 % of V"),
+    Case("002", LOW, _lowrank_rows(), CFG, {"": C},
+         "flat on both seeds, D = 256 reaches D = 8's loss sooner"),
+    Case("002", LOW, _lowrank_rows(top_end=5.5), CFG, {"": D},
+         "flat, D = 256 never reaches D = 8's final loss"),
+    Case("002", LOW, _lowrank_rows(fall=0.03), CFG, {"": T},
+         "still falling 3 % over the last quarter"),
+    Case("002", LOW, _lowrank_rows(noise=0.01), CFG, {"": T},
+         "scatter of 1 % straddles the 1 % criterion"),
+    Case("002", LOW, _lowrank_rows(top_end=(5.0, 5.5)), CFG, {"": T},
+         "the seeds disagree in direction"),
+    spam(_spam_rows([0.01, 3.7]), C, "loss rises, accuracy lower, control "
+         "learned"),
+    spam(_spam_rows([0.02, 0.03], low_acc=0.99), D,
+         "flat loss, equal accuracy"),
+    spam(_spam_rows([0.01, 3.7], full_acc=0.4), T, "control did not learn"),
+    spam(_spam_rows([0.01, 3.7], full_acc=0.95), T,
+         "control's bracket straddles 0.95"),
+    spam(_spam_rows([0.02, 0.03], low_acc=0.2), T,
+         "flat loss but lower accuracy: mixed"),
+    spam(_spam_rows([0.01, 3.7]), C, "the Table 3 beta2 arm reported",
+         b2_rows=[dict(_spam_rows([0])[0], b2=0.95, accuracy=0.871)]),
+]
+
+
+class LedgerRowsSeed002Test(absltest.TestCase):
+
+  def test_both_sides_of_every_threshold(self):
+    ledger_sides.check(self, CASES)
+
+  def test_the_same_numbers_give_the_same_verdict_at_every_scale(self):
+    for case in CASES:
+      got = {s: ledger_sides.verdicts(case._replace(
+          config=report_config.get_config(s).to_dict()))
+             for s in ("tiny", "quick", "full")}
+      self.assertEqual(got["quick"], got["tiny"], case.note)
+      self.assertEqual(got["full"], got["tiny"], case.note)
+
+  def test_a_forced_bound_is_a_consistency_check(self):
+    c = ledger_sides.claim_of("002", EQ10)
+    row, = c.read(_head(twin=None), CFG)
+    self.assertIs(row.can_disagree, False)
+    row, = c.read(_head(), CFG)
+    self.assertIsNone(row.can_disagree)  # The twin test can disagree.
+    cos, = ledger_sides.claim_of("002", COS).read(_head(), CFG)
+    self.assertIs(cos.can_disagree, False)  # sqrt(1/64) is in 0.1-0.2.
+
+  def test_the_rows_name_beta2_and_the_inferred_definition(self):
+    row = spamlang.read_claim({"rows": _spam_rows([0.01, 3.7]), "b2_rows": [
+        dict(_spam_rows([0])[0], b2=0.95, accuracy=0.871)]}, CFG)
+    text = " ".join(row.deviations)
+    self.assertIn("beta2", text)
+    self.assertIn("0.871", text)
+    self.assertIn("definition inferred", text)
+    self.assertIn("claim inferred", text)
+    row = spamlang.read_claim({"rows": _spam_rows([0.01, 3.7])}, CFG)
+    self.assertIn("not run at this scale", " ".join(row.deviations))
+
+  def test_twin_interval_against_scipy(self):
+    twin = {"trained": 0.99, "random": 0.992, "random_std": 0.001}
+    gap, half = seed002.twin_interval(twin, draws=5)
+    self.assertAlmostEqual(gap, -0.002)
+    # A 95 % prediction interval for one more draw: t(4) sd sqrt(1 + 1/5).
+    self.assertAlmostEqual(half, sps.t.interval(0.95, 4)[1] * 0.001
+                           * math.sqrt(1.2))
+
+  def test_flatness_interval_against_scipy(self):
+    curve = [(100, 6.0), (300, 5.0), (325, 5.05), (350, 5.02), (375, 5.04),
+             (400, 4.9)]
+    f = lowrank.flatness(curve, 0.01)
+    x, y = np.array(curve[1:], float).T
+    fit = sps.linregress(x, y)
+    start = fit.intercept + fit.slope * 300
+    self.assertEqual(f["evaluations"], 5)
+    self.assertAlmostEqual(f["fall"], -fit.slope * 100 / start)
+    half = sps.t.ppf(0.975, 3) * fit.stderr * 100 / start
+    self.assertAlmostEqual(f["hi"] - f["fall"], half)
+    self.assertEqual(f["state"], "undecided")
+    self.assertEqual(lowrank.flatness(curve[:4], 0.01)["state"], "few")
+
+  def test_the_lowrank_row_carries_the_statistic_against_budget(self):
+    rows = (_lowrank_rows(steps=600)["lowrank"]["rows"]
+            + _lowrank_rows()["lowrank"]["rows"])
+    row = lowrank.read_claim({"rows": rows}, CFG)
+    self.assertIn("(600 steps); ", row.ours)
+    self.assertIn("(1200 steps)", row.ours)
+
+  def test_the_sections_open_with_their_rows(self):
+    for rows, word in ((_lowrank_rows()["lowrank"]["rows"], "Agrees"),
+                       (_lowrank_rows(fall=0.03)["lowrank"]["rows"],
+                        "**Cannot tell**")):
+      self.assertIn(word, claim.markdown(lowrank.verdict(rows)))
+    self.assertIn("consistency check", seed002.opening(
+        _head(twin=None)["gradient"]))
+
+
+if __name__ == "__main__":
+  absltest.main()

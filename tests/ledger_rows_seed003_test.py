@@ -1,0 +1,264 @@
+"""Both sides of the thresholds of seed 003's rows (seed003_rows.py,
+seed003.read_frequency) and of the real-LLM section's rows
+(real_llm_rows.py), and their intervals against scipy (issue 77)."""
+
+import copy
+import math
+
+from absl.testing import absltest
+import numpy as np
+from scipy import stats as sps
+
+from bottleneck import logit_gradients, stats
+from configs import report as report_config
+from tests import ledger_sides
+from tests.ledger_sides import Case
+from train.probes import gradient
+from train.report import claim, intervals, real_llm_rows
+
+R, D, T, C, N = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
+                 claim.CONSISTENT, claim.NOT_APPLICABLE)
+CFG = {"probes": {"steps": 400}}
+
+
+def _encoding(r2=0.97, inp=0.7, dims=None, v=4096, d=64):
+  e = {"adj_r2": r2, "V": v, "D": d, "positions": 1024,
+       "profiles": {"dim_abs_spearman": dims or [0.1] * 64}}
+  if inp is not None:
+    e["adj_r2_input_embeddings"] = inp
+  return e
+
+
+def _edit(per=(0.2, 0.25, 0.15), unedited=1.1):
+  return {"table": [{"variant": "b=2", "e_local": float(np.mean(per)),
+                     "e_local_per_token": list(per)}],
+          "scales": [0.5, 2.0], "unedited_error": unedited,
+          "positions_per_set": {"local": 512}}
+
+
+def _prune(ratio=2.0, noise=0.05, blocks=8):
+  """Per block: KL(saliency) 0.1, KL(adversarial) ratio x 0.1, the ratio
+  off by +-noise in alternate blocks."""
+  sal = [[0.1] * 10 for _ in range(blocks)]
+  adv = [[0.1 * ratio * (1 + noise * (-1) ** b)] * 10 for b in range(blocks)]
+  return {"ratios": [round(0.1 * i, 1) for i in range(10)], "positions": 512,
+          "saliency": sal[0], "adversarial": adv[0],
+          "blocks": {"positions": [64] * blocks, "saliency": sal,
+                     "adversarial": adv}}
+
+
+def probe(**kw):
+  enc = kw.pop("encoding", _encoding())
+  return {"encoding": {"encoding": enc, "edit": kw.pop("edit", _edit()),
+                       "prune": kw.pop("prune", _prune())}}
+
+
+def case(where, sections, verdicts, note, paper="003"):
+  return Case(paper, where, sections, CFG, verdicts, note)
+
+
+def _freq(encoded_step, steps=(0, 100, 200, 300, 400)):
+  losses = [None, 7.0, 5.5, 5.1, 5.0]
+  return {"V": 4096, "rows": [
+      {"step": s, "adj_r2": 0.9 if s >= encoded_step else 0.1,
+       "conv_head": 0.1, "val_loss": l} for s, l in zip(steps, losses)]}
+
+
+SEED003 = [
+    case("Table 1", probe(), {"probe model": R}, "0.97, interval > 0.8"),
+    case("Table 1", probe(encoding=_encoding(r2=0.5)), {"probe model": D},
+         "0.5, interval < 0.8"),
+    case("Table 1", probe(encoding=_encoding(r2=0.8, v=100, d=64)),
+         {"probe model": T}, "few tokens: the interval straddles 0.8"),
+    case("Table 1 (input embeddings)", probe(), {"probe model": R},
+         "0.7 > 0.5"),
+    case("Table 1 (input embeddings)", probe(encoding=_encoding(inp=0.07)),
+         {"probe model": T}, "0.07 on a width-64 model: too small"),
+    case("Table 1 (input embeddings)", probe(encoding=_encoding(
+        inp=0.07, v=50000, d=2560)), {"probe model": D},
+         "0.07 at the paper's width"),
+    case("Fig. 3", probe(), {"probe model": R}, "median 0.1 < 0.2"),
+    case("Fig. 3", probe(encoding=_encoding(dims=[0.6] * 64)),
+         {"probe model": D}, "median 0.6 > 0.2"),
+    case("Fig. 3", probe(encoding=_encoding(dims=list(np.linspace(
+        0, 0.4, 9)))), {"probe model": T}, "9 dimensions around 0.2"),
+    case("Algorithm 1 / Table 2", probe(), {"probe model": R},
+         "e_local 0.2 of 1.1"),
+    case("Algorithm 1 / Table 2", probe(edit=_edit((0.9, 1.0, 0.95))),
+         {"probe model": D}, "e_local 0.95 of 1.1"),
+    case("Algorithm 1 / Table 2", probe(edit=_edit((0.1, 1.0, 0.5))),
+         {"probe model": T}, "three tokens spread around 0.55"),
+    case("Fig. 6", probe(), {"probe model": R}, "adversarial x2"),
+    case("Fig. 6", probe(prune=_prune(0.5)), {"probe model": D},
+         "adversarial x0.5"),
+    case("Fig. 6", probe(prune=_prune(1.0, noise=0.3)), {"probe model": T},
+         "x1 within noise"),
+    case("Fig. 7 (§5)", {"encoding": {"frequency_llama": _freq(100)}},
+         {"": R}, "encoded at 100, converged at 300"),
+    case("Fig. 7 (§5)", {"encoding": {"frequency_llama": _freq(400)}},
+         {"": D}, "encoded at 400, after convergence"),
+    case("Fig. 7 (§5)", {"encoding": {"frequency_llama": _freq(300)}},
+         {"": T}, "the same checkpoint"),
+]
+
+
+def _model(**kw):
+  m = {"subject": {"V": 49152, "D": 576}, "pass": {
+      "text": "", "tokens": 16384, "windows": 16, "window": 64}}
+  m.update(kw)
+  return {"real_llm": {"models": {"smollm2": m}}}
+
+
+def _cumulative(tokens=173, v=49152, std=0.0):
+  ms = [1, 10, 100, 150, 200, 1000, 5000, 20000]
+  mean = [0.2, 0.5, 0.85, 0.89, 0.91, 0.95, 0.99, 1.0]
+  if tokens > 1000:
+    mean = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.89, 0.95]
+  return {"m": ms, "mean": mean, "std_over_windows": [std] * 8, "V": v,
+          "positions": 512, "tokens_for_0.9_of_mean_curve": tokens,
+          "tokens_for_0.9_median": 88}
+
+
+def _rowstats(cv=0.18, rounding=0.0003, positive=0.98):
+  return {"trained": {"norm_mean": 1.0, "norm_std": cv,
+                      "cos_positive": positive},
+          "random": {"norm_mean": 1.0, "norm_std": 0.03,
+                     "cos_positive": 0.5},
+          "quantisation": {"noise_rel_rms": rounding}}
+
+
+def _gradient(ratio=0.9918, dv=0.0117, cos=0.133):
+  return {"norm_ratio": ratio, "D_over_V": dv, "mean_cosine": cos,
+          "tokens": 16384, "per_token_quantiles": {
+              "0.05": 0.98, "0.5": 0.99, "0.95": 0.995}}
+
+
+def _figure1(trained, gaussian, n):
+  def arm(ks):
+    return [{"m": 40 + 10 * i, "feasible": k, "infeasible": n - k}
+            for i, k in enumerate(ks)]
+  return {"trained": arm(trained), "gaussian": arm(gaussian)}
+
+
+REAL = [
+    case("App. A on real LLMs", _model(cumulative=_cumulative()),
+         {"smollm2": C}, "173 of 49152", "001"),
+    case("App. A on real LLMs", _model(cumulative=_cumulative(5000)),
+         {"smollm2": D}, "5000 of 49152 (10 %)", "001"),
+    case("App. A on real LLMs", _model(cumulative=_cumulative(
+        5000, std=0.8)), {"smollm2": T}, "wide errors", "001"),
+    case("App. E on real LLMs", _model(rowstats=_rowstats()),
+         {"smollm2": R}, "0.18 > 0.03", "001"),
+    case("App. E on real LLMs", _model(rowstats=_rowstats(0.01)),
+         {"smollm2": D}, "0.01 < 0.03", "001"),
+    case("App. E on real LLMs", _model(rowstats=_rowstats(
+        0.0005, 0.0005)), {"smollm2": N}, "norm-constrained", "001"),
+    case("App. E cosines on real LLMs", _model(rowstats=_rowstats()),
+         {"smollm2": R}, "98 % positive", "001"),
+    case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
+        positive=0.3)), {"smollm2": D}, "30 % positive", "001"),
+    case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
+        positive=0.5)), {"smollm2": T}, "half", "001"),
+    case("Fig. 1 on real LLMs", _model(figure1=_figure1(
+        [95, 95, 95, 73], [100, 100, 100, 75], 100)), {"smollm2": T},
+         "SmolLM2's 100-subset run: p 0.06 at each of 4 m, not under "
+         "0.05 / 4", "001"),
+    case("Fig. 1 on real LLMs", _model(figure1=_figure1(
+        [80, 100], [100, 100], 100)), {"smollm2": D}, "0.8 vs 1.0", "001"),
+    case("Fig. 1 on real LLMs", _model(figure1=_figure1(
+        [540, 300], [540, 300], 600)), {"smollm2": R},
+         "equal in the transition, power to see 0.1", "001"),
+    case("Fig. 1 on real LLMs", _model(figure1=_figure1(
+        [4, 3], [4, 4], 4)), {"smollm2": T}, "4 subsets per m", "001"),
+    case("Fig. 6 on real LLMs", _model(gradient=_gradient()),
+         {"smollm2": R}, "0.9918 >= 0.95 (a check here)", "002"),
+    case("Fig. 6 on real LLMs", _model(gradient=_gradient(0.9, 0.2)),
+         {"smollm2": D}, "0.90 at D/V = 0.2", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient()),
+         {"smollm2": R}, "0.133 inside 0.1-0.2", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient(
+        cos=0.054)), {"smollm2": D}, "0.054 under 0.1", "002"),
+]
+
+CASES = SEED003 + REAL
+
+
+class LedgerRowsSeed003Test(absltest.TestCase):
+
+  def test_both_sides_of_every_threshold(self):
+    ledger_sides.check(self, CASES)
+
+  def test_a_row_that_cannot_disagree_says_so(self):
+    row = real_llm_rows.gradient_row("m", _gradient(), {"subject": {
+        "V": 49152, "D": 576}, "pass": {"text": "", "tokens": 1}})
+    self.assertFalse(row.can_disagree)
+    row = real_llm_rows.gradient_row("m", _gradient(0.9, 0.2), {"subject": {
+        "V": 10, "D": 2}, "pass": {"text": "", "tokens": 1}})
+    self.assertTrue(row.can_disagree)
+
+  def test_the_same_numbers_give_the_same_verdict_at_every_scale(self):
+    configs = {s: report_config.get_config(s).to_dict()
+               for s in ("quick", "full")}
+    for c in CASES:
+      for scale, cfg in configs.items():
+        self.assertEqual(ledger_sides.verdicts(c._replace(config=cfg)),
+                         c.verdicts, (c.where, c.note, scale))
+
+  def test_median_interval_against_scipy(self):
+    rng = np.random.default_rng(0)
+    for n in (9, 20, 64, 577):
+      x = rng.random(n)
+      _, lo, hi = intervals.median_interval(x)
+      ref = sps.quantile_test(x, q=np.median(x), p=0.5).confidence_interval(
+          0.95)
+      self.assertAlmostEqual(lo, ref.low, msg=n)
+      self.assertAlmostEqual(hi, ref.high, msg=n)
+
+  def test_t_interval_against_scipy(self):
+    x = [0.2, 0.4, 0.1, 0.7]
+    mean, lo, hi = intervals.t_interval(x)
+    ref = sps.t.interval(0.95, 3, loc=np.mean(x), scale=sps.sem(x))
+    np.testing.assert_allclose((lo, hi), ref)
+    self.assertAlmostEqual(mean, np.mean(x))
+
+  def test_r2_interval_covers_like_a_simulation(self):
+    # The spread of R^2 over simulated regressions with population R^2 0.8
+    # against the standard error the interval uses.
+    rng = np.random.default_rng(1)
+    n, k, r2s = 400, 8, []
+    for _ in range(300):
+      x = rng.standard_normal((n, k))
+      y = x @ np.ones(k) + rng.standard_normal(n) * math.sqrt(k / 4)
+      fit = np.linalg.lstsq(np.c_[x, np.ones(n)], y, rcond=None)[0]
+      res = y - np.c_[x, np.ones(n)] @ fit
+      r2s.append(1 - res.var() / y.var())
+    lo, hi = intervals.r2_interval(0.8, n, k)
+    se = (hi - lo) / (2 * 1.959964)
+    self.assertAlmostEqual(se / np.std(r2s), 1.0, delta=0.2)
+
+  def test_gram_twins_equal_the_svd_twins(self):
+    # gradient.gram_twins (large heads, Gram sums by row blocks) against
+    # logit_gradients.subspace_ratios (float64 SVD) on a small head with a
+    # common direction.
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((40, 24)).astype(np.float32)
+    w = (rng.standard_normal((3000, 24)) * 0.3 + np.eye(24)[0]).astype(
+        np.float32)
+    y = rng.integers(0, 3000, 40)
+    ref = logit_gradients.subspace_ratios(h, w, None, y, draws=4)
+    got = gradient.gram_twins(h, w, None, y, draws=4, rows=700)
+    for k in ("trained", "counted"):  # The same matrices: equal.
+      self.assertAlmostEqual(got[k], ref[k], places=9, msg=k)
+    # Other Gaussians (float32 draws): the same law.
+    self.assertAlmostEqual(got["random"], ref["random"],
+                           delta=4 * ref["random_std"])
+    self.assertBetween(got["random_std"] / ref["random_std"], 0.2, 5.0)
+    row = real_llm_rows.gradient_row("m", dict(_gradient(), random_head=got),
+                                     {"subject": {"V": 3000, "D": 24},
+                                      "pass": {"text": "", "tokens": 40}})
+    self.assertIn(f"Gaussian heads of its shape {got['random']:.4f}",
+                  row.ours)
+
+
+if __name__ == "__main__":
+  absltest.main()

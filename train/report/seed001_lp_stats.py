@@ -1,0 +1,229 @@
+"""The tests behind seed 001's LP ledger rows (Figs. 1 and 3, App. D,
+trained vs random): Clopper-Pearson brackets on a selectable fraction, the
+bracket they put on m* (the largest m selectable with probability >= 0.99,
+Fig. 3's caption), and Fisher's exact test per m with Holm's correction
+and its exact power to see a difference of 0.1 between two curves."""
+
+from __future__ import annotations
+
+import functools
+import math
+from statistics import NormalDist
+from typing import NamedTuple
+
+import numpy as np
+
+from bottleneck import stats
+
+ALPHA = 0.05  # Family-wise level of the per-m tests (Holm).
+DIFF = 0.1  # The difference in fraction a comparison must be able to see.
+POWER = 0.8  # ... with at least this probability, at every m tested.
+
+
+@functools.lru_cache(maxsize=4096)
+def interval(k: int, n: int) -> tuple[float, float]:
+  """stats.binomial_interval(k, n) at 95 %, cached (readers ask for the
+  same fractions again and again)."""
+  return stats.binomial_interval(k, n)
+
+
+def selectable(r: dict) -> tuple[int, int]:
+  """(k, n) of one record: feasible subsets (undecided ones counted as not
+  selectable) of `trials`."""
+  return int(r["feasible"]), int(r["trials"])
+
+
+def selectable_or_open(r: dict) -> tuple[int, int]:
+  """(k, n) with undecided subsets counted as selectable."""
+  return int(r["feasible"]) + int(r.get("undecided", 0)), int(r["trials"])
+
+
+def n_text(recs) -> str:
+  """'20' or '10..100': the subsets per m of some records."""
+  ns = sorted({int(r["trials"]) for r in recs})
+  return str(ns[0]) if len(ns) == 1 else f"{ns[0]}..{ns[-1]}"
+
+
+def certify_n(level: float, confidence: float = 0.95) -> int:
+  """Fewest subsets, all selectable, whose Clopper-Pearson lower end
+  reaches `level`: n with ((1 - confidence) / 2)^(1/n) >= level."""
+  return math.ceil(math.log((1 - confidence) / 2) / math.log(level))
+
+
+class MBracket(NamedTuple):
+  """What the Clopper-Pearson brackets of a curve say of m*_level."""
+  lo: int  # Largest m whose fraction's lower end is >= level (0: none).
+  hi: float  # Smallest m whose upper end is < level, minus 1 (inf: none).
+  point: int  # Largest m with every sampled subset selectable (0: none).
+  none_from: float  # Smallest m with no sampled subset selectable (inf).
+
+
+def _prefix_end(recs, ok) -> int:
+  """Largest m of sorted records whose every record up to it is `ok`."""
+  last = 0
+  for r in recs:
+    if not ok(r):
+      break
+    last = r["m"]
+  return last
+
+
+def m_bracket(recs, level: float) -> MBracket:
+  """m*_level in [lo, hi] at 95 % per end, assuming the probability falls
+  with m (nested subsets along m, or bisection probes on fresh ones): lo
+  and every smaller m tested are certified >= level (undecided subsets
+  counted as not selectable), hi + 1 is the smallest m certified below it
+  (undecided counted as selectable)."""
+  recs = sorted(recs, key=lambda r: r["m"])
+  ends = {r["m"]: interval(*selectable(r)) for r in recs}
+  # Undecided instances count against the lower end and for the upper.
+  below = [r["m"] for r in recs if interval(*selectable_or_open(r))[1]
+           < level]
+  none = [r["m"] for r in recs if selectable(r)[0] == 0]
+  return MBracket(
+      _prefix_end(recs, lambda r: ends[r["m"]][0] >= level),
+      min(below) - 1 if below else math.inf,
+      _prefix_end(recs, lambda r: selectable(r)[0] == selectable(r)[1]),
+      min(none) if none else math.inf)
+
+
+def bracket_text(b: MBracket, scale: float = 1.0, fmt: str = "d") -> str:
+  """'[0, 94]' or, as m*/d, '[0.000, 0.092]'."""
+  hi = "inf" if b.hi == math.inf else format(b.hi / scale if scale != 1
+                                              else int(b.hi), fmt)
+  lo = format(b.lo / scale if scale != 1 else b.lo, fmt)
+  return f"[{lo}, {hi}]"
+
+
+def fractions_near(recs, around: float, width: int = 2) -> str:
+  """'95: 97/100 (0.915 .. 0.994)' for the `width` records on each side
+  of `around`."""
+  recs = sorted(recs, key=lambda r: r["m"])
+  i = min(range(len(recs)), key=lambda j: abs(recs[j]["m"] - around))
+  out = []
+  for r in recs[max(0, i - width):i + width + 1]:
+    k, n = selectable(r)
+    lo, hi = interval(k, n)
+    out.append(f"{r['m']}: {k}/{n} ({lo:.3f} .. {hi:.3f})")
+  return ", ".join(out)
+
+
+def holm(pvalues) -> list[float]:
+  """Holm's step-down adjusted p-values (family-wise error <= alpha when
+  an adjusted p < alpha rejects)."""
+  p = np.asarray(pvalues, np.float64)
+  order = np.argsort(p, kind="stable")
+  k = len(p)
+  adj = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
+  out = np.empty(k)
+  out[order] = adj
+  return out.tolist()
+
+
+def _log_fact(n: int) -> np.ndarray:
+  return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+
+
+@functools.lru_cache(maxsize=64)
+def fisher_rejects(n1: int, n2: int, alpha: float) -> np.ndarray:
+  """(n1 + 1) x (n2 + 1) booleans: whether Fisher's two-sided exact test
+  (stats.fisher_exact's: tables no likelier than the observed) rejects
+  k1/n1 against k2/n2 at p < alpha."""
+  lf = _log_fact(n1 + n2)
+  out = np.zeros((n1 + 1, n2 + 1), bool)
+  for t in range(n1 + n2 + 1):
+    a = np.arange(max(0, t - n2), min(n1, t) + 1)
+    pmf = np.exp(lf[n1] - lf[a] - lf[n1 - a] + lf[n2] - lf[t - a]
+                 - lf[n2 - t + a] - (lf[n1 + n2] - lf[t] - lf[n1 + n2 - t]))
+    order = np.sort(pmf)
+    cum = np.cumsum(order)
+    p = cum[np.searchsorted(order, pmf * (1 + 1e-7), side="right") - 1]
+    out[a, t - a] = np.minimum(p, 1.0) < alpha
+  out.flags.writeable = False  # Cached: shared by every caller.
+  return out
+
+
+def _binom_pmf(n: int, p: float) -> np.ndarray:
+  k = np.arange(n + 1)
+  if p in (0.0, 1.0):
+    return (k == (0 if p == 0.0 else n)).astype(np.float64)
+  lf = _log_fact(n)
+  return np.exp(lf[n] - lf[k] - lf[n - k] + k * math.log(p)
+                + (n - k) * math.log1p(-p))
+
+
+def fisher_power(n1: int, n2: int, p1: float, p2: float,
+                 alpha: float) -> float:
+  """Exact probability that Fisher's test rejects at p < alpha when the
+  fractions are p1 (of n1) and p2 (of n2)."""
+  return float(_binom_pmf(n1, p1) @ fisher_rejects(n1, n2, alpha)
+               @ _binom_pmf(n2, p2))
+
+
+def power_to_see(n1: int, n2: int, p: float, diff: float = DIFF,
+                 alpha: float = ALPHA) -> float:
+  """Power to see fractions p and p -+ diff (the harder side that stays
+  in [0, 1]; the second curve moved)."""
+  sides = [q for q in (p - diff, p + diff) if 0.0 <= q <= 1.0]
+  return min(fisher_power(n1, n2, q, p, alpha) for q in sides)
+
+
+class Comparison(NamedTuple):
+  """Two selectability curves compared m by m."""
+  rows: list  # Per m: m, k1, n1, k2, n2, p, p_holm, power.
+  worst: dict  # The row with the smallest Holm-adjusted p.
+  min_power: float  # Smallest power over m (Bonferroni level alpha / k).
+  in_transition: bool  # Some m with a pooled fraction strictly in (0, 1).
+  word: str  # 'differ', 'small' (power < POWER or no transition), 'alike'.
+
+
+def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
+  """Curve a against curve b (records over the same m): Fisher's exact
+  test per m, Holm-corrected; the power to see `diff` at the pooled
+  fraction, at Bonferroni's alpha / k (Holm's power is at least that)."""
+  b_of = {r["m"]: r for r in b}
+  pairs = [(ra, b_of[ra["m"]]) for ra in a if ra["m"] in b_of]
+  if not pairs:
+    raise ValueError("the two curves share no m")
+  raw, rows = [], []
+  for ra, rb in pairs:
+    (k1, n1), (k2, n2) = selectable(ra), selectable(rb)
+    raw.append(stats.fisher_exact(k1, n1, k2, n2))
+    rows.append({"m": ra["m"], "k1": k1, "n1": n1, "k2": k2, "n2": n2,
+                 "p": raw[-1]})
+  for r, adj in zip(rows, holm(raw)):
+    r["p_holm"] = adj
+    pooled = (r["k1"] + r["k2"]) / (r["n1"] + r["n2"])
+    r["power"] = power_to_see(r["n1"], r["n2"], pooled, diff,
+                              alpha / len(rows))
+  worst = min(rows, key=lambda r: r["p_holm"])
+  min_power = min(r["power"] for r in rows)
+  moving = any(0 < r["k1"] + r["k2"] < r["n1"] + r["n2"] for r in rows)
+  word = ("differ" if worst["p_holm"] < alpha else
+          "alike" if min_power >= POWER and moving else "small")
+  return Comparison(rows, worst, min_power, moving, word)
+
+
+def comparison_text(c: Comparison, names=("a", "b")) -> str:
+  """Per-m fractions with the smallest Holm p and the power, in words."""
+  per_m = ", ".join(f"{r['m']}: {r['k1']}/{r['n1']} vs {r['k2']}/{r['n2']}"
+                    for r in c.rows)
+  w = c.worst
+  return (f"{names[0]} vs {names[1]} selectable at m = {per_m}; smallest "
+          f"Holm-adjusted Fisher p {w['p_holm']:.3g} (m = {w['m']}, raw "
+          f"{w['p']:.3g}); power to see a difference of {DIFF}: at least "
+          f"{c.min_power:.2f} over the m tested")
+
+
+def subsets_for_power(p: float, k_tests: int, diff: float = DIFF,
+                      alpha: float = ALPHA, power: float = POWER) -> int:
+  """About how many subsets per m and curve see p against p -+ diff (the
+  harder side) at alpha / k_tests with `power`: the arcsine normal
+  approximation, rounded up to 50 (Fisher's exact test needs somewhat
+  more; fisher_power checks a choice)."""
+  z = NormalDist().inv_cdf
+  need = max(
+      2 * (z(1 - alpha / k_tests / 2) + z(power)) ** 2 / (
+          2 * math.asin(math.sqrt(q)) - 2 * math.asin(math.sqrt(p))) ** 2
+      for q in (p - diff, p + diff) if 0.0 <= q <= 1.0)
+  return 50 * math.ceil(need / 50)
