@@ -89,7 +89,8 @@ def summary(w_vxd, seed: int = 0) -> dict:
   for label, (n, c) in _both(w_vxd, seed).items():
     out[label] = {"norm_mean": float(n.mean()), "norm_std": float(n.std()),
                   "cos_mean": float(c.mean()), "cos_std": float(c.std()),
-                  "cos_positive": float(np.mean(c > 0))}
+                  "cos_positive": float(np.mean(c > 0)),
+                  "pairs": int(c.size)}  # App. E's sample, for its interval.
   return out
 
 

@@ -94,6 +94,28 @@ def _signrank(short: int = 0, lower_ok: bool = True) -> dict:
                        "exact_only": exact, "lower_bound": lower}}
 
 
+def _nan_closed(form: str) -> dict:
+  """_figure5(SHARP) with one closed-form m* NaN."""
+  out = _figure5(SHARP, n=3000)
+  out["figure5"]["m_star_closed_form"][form] = math.nan
+  return out
+
+
+def _nan_exact_only() -> dict:
+  """_signrank() with the exact-only sweep's subset count NaN."""
+  out = _signrank()
+  out["signrank"]["exact_only"][0]["subsets"] = math.nan
+  return out
+
+
+def _nan_subset() -> dict:
+  """_signrank() with a NaN in the first certificate's subset."""
+  out = _signrank()
+  cert = out["signrank"]["lower_bound"][0]["certificate"]
+  cert["subset"] = list(cert["subset"])[:-1] + [math.nan]
+  return out
+
+
 def _both(where, sections_, verdict, note):
   """The same numbers under the quick and the full config: one verdict."""
   return [Case("001", where, sections_, cfg, {"": verdict}, f"{note} "
@@ -131,6 +153,12 @@ CASES = [
     *_both(UPPER, _signrank(short=1), T, "float64 could not prove one"),
     *_both(LOWER, _signrank(), R, "every matrix has a certificate"),
     *_both(LOWER, _signrank(lower_ok=False), T, "one certificate fails"),
+    *_both(FIG5, _nan_closed("gumbel"), claim.NOT_RUN,
+           "a NaN closed-form m*: not run, never printed as nan"),
+    *_both(UPPER, _nan_exact_only(), claim.NOT_RUN,
+           "a NaN subset count at GPT-2's 383 tokens: not run"),
+    *_both(LOWER, _nan_subset(), claim.NOT_RUN,
+           "a NaN index in a certificate's subset: not run"),
 ]
 
 

@@ -1,9 +1,11 @@
 """Seed 001's LP ledger rows (train/report/seed001_lp_claims.py) on each
 side of their thresholds, and their statistics (seed001_lp_stats) against
 scipy: Fisher's exact test's power by enumeration, Holm by its
-definition, m*'s Clopper-Pearson bracket."""
+definition, m*'s Clopper-Pearson bracket, Newcombe's interval (Wilson's
+ends from scipy; Newcombe 1998's worked example)."""
 
 import itertools
+import time
 import math
 
 from absl.testing import absltest
@@ -14,10 +16,12 @@ from configs import report
 from tests import ledger_sides
 from tests.ledger_sides import Case
 from train.report import claim
+from train.report import ledger
+from train.report import seed001_lp_claims as lp_claims
 from train.report import seed001_lp_stats as st
 
-R, D, T, C, N = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
-                 claim.CONSISTENT, claim.NOT_RUN)
+R, D, T, N, NA = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
+                  claim.NOT_RUN, claim.NOT_APPLICABLE)
 CONFIG = report.get_config("quick").to_dict()
 GPT2 = [50257, 768]  # The figure1 section's `shape` at the paper's size.
 
@@ -45,7 +49,8 @@ def fig3(rows_d, rows_n=()):
 
 
 # Fig. 3 (d): rising ratios below d/5 at small d; the largest d's bracket
-# reaches the band (CONSISTENT) or stays under it (DISAGREES).
+# reaches the band or stays under it: DISAGREES either way (the small d's
+# brackets lie clear under d/5; a rise is an observation, no verdict).
 RISING = [fig3_row(128, 10, [(10, 20), (11, 15)]),
           fig3_row(256, 25, [(25, 20), (26, 14)]),
           fig3_row(512, 60, [(60, 20), (61, 12)])]
@@ -65,6 +70,11 @@ def trained(pairs):
 
 ALIKE = (curve([(20, 700), (40, 350), (60, 0)], 700),
          curve([(20, 700), (40, 357), (60, 0)], 700))
+# Not significant (Holm p 0.28) with power 0.89 >= 0.8 to see 0.1, yet
+# the difference's interval at m = 40 reaches -0.109: the old 'alike' rule
+# said REPRODUCED; an equivalence test cannot.
+GAP_005 = (curve([(20, 700), (40, 350), (50, 100), (60, 0)], 700),
+           curve([(20, 700), (40, 385), (50, 100), (60, 0)], 700))
 SMOL_DIFF = (curve([(40, 190), (50, 190), (60, 190), (70, 146)], 200),
              curve([(40, 200), (50, 200), (60, 200), (70, 150)], 200))
 MINILM_10 = (curve([(40, 10), (50, 8), (60, 2)], 10),
@@ -84,7 +94,13 @@ CASES = [
          "10/10 up to 95 cannot certify 0.99"),
     Case("001", "Fig. 1 (top)", {"figure1": {
         "shape": [1000, 32], "logits": curve([(50, 10), (60, 3)], 10)}},
-         CONFIG, {"logits": T}, "a 1000 x 32 matrix: not the paper's shape"),
+         CONFIG, {"logits": NA}, "a 1000 x 32 matrix: not the paper's "
+         "shape (a setup difference, not uncertainty)"),
+    Case("001", "Fig. 1 (top)", {"figure1": {
+        "shape": [1000, 32], "logits": curve([(85, 400), (90, 400),
+                                              (95, 380)], 400)}},
+         CONFIG, {"logits": NA}, "inside 95 +- 5 but at 1000 x 32: not "
+         "applicable, whatever the numbers"),
     # Fig. 1 (bottom): the 32000 x 4096 panel absent is 'not run'.
     Case("001", "Fig. 1 (bottom)", {"figure1": {"wide": {"32000x2048": {
         "records": curve([(375, 400), (400, 300)], 400)}}}}, CONFIG,
@@ -98,8 +114,14 @@ CASES = [
     Case("001", "Fig. 3", fig3(AT_5), CONFIG, {"": R},
          "every d's bracket inside d/5 +- 25 % (400 subsets)"),
     Case("001", "Fig. 3", fig3(RISING + [fig3_row(
-        1024, 158, [(158, 20), (159, 19), (200, 0)])]), CONFIG, {"": C},
-         "rising, below d/5 at small d, the largest d reaching it"),
+        1024, 158, [(158, 20), (159, 19), (200, 0)])]), CONFIG, {"": D},
+         "rising, below d/5 at small d, the largest d reaching it: the "
+         "small d disagree (no 'consistent in direction')"),
+    Case("001", "Fig. 3", fig3([fig3_row(d, d // 5, [(d // 5, 20),
+                                                      (int(0.3 * d), 0)])
+                                for d in (128, 256)] + [fig3_row(
+        512, 200, [(140, 400), (200, 400)], 400)]), CONFIG, {"": D},
+         "a bracket clear above the band (512: 400/400 at 200 > 128)"),
     Case("001", "Fig. 3", fig3(RISING + [fig3_row(
         1024, 100, [(100, 20), (101, 10)])]), CONFIG, {"": D},
          "below d/5 at every d, the largest included"),
@@ -120,6 +142,11 @@ CASES = [
     Case("001", "Fig. 3 (N panel)", fig3(AT_5, n_rows(
         40, [(40, 20)], 30, [(30, 20), (50, 0)])), CONFIG, {"": T},
          "the largest N's bracket reaches 40"),
+    Case("001", "Fig. 3 (N panel)", fig3(AT_5, n_rows(
+        40, [(40, 20)], 30, [(30, 20), (31, 15), (50, 0)])), CONFIG,
+         {"": T}, "the smallest N's bracket [0, inf]; the largest N's 15/20 "
+         "at 31 against 20/20 at 40: Fisher p 0.047, Holm over 2 pairs "
+         "not significant (the old rule, hi 30 < m* 40, said reproduced)"),
     # App. D: Fisher per m, Holm; power.
     Case("001", "App. D / Fig. 6", {"natural": {
         "natural": ALIKE[0], "uniform": ALIKE[1]}}, CONFIG, {"": R},
@@ -132,6 +159,10 @@ CASES = [
         "natural": curve([(20, 20), (40, 10)], 20),
         "uniform": curve([(20, 20), (40, 10)], 20)}}, CONFIG, {"": T},
          "20 subsets: no power"),
+    Case("001", "App. D / Fig. 6", {"natural": {
+        "natural": GAP_005[0], "uniform": GAP_005[1]}}, CONFIG, {"": T},
+         "a gap of 0.05 at 700 subsets: not significant, power 0.89, "
+         "its interval past -0.1: not shown alike"),
     # Trained vs Gaussian, one row per subject.
     Case("001", "Fig. 1 (solid vs dotted)", trained({"minilm": MINILM_10}),
          CONFIG, {"minilm": T, **NOT_RUN_HEADS},
@@ -143,7 +174,16 @@ CASES = [
     Case("001", "Fig. 1 (solid vs dotted)", trained(
         {"smollm2": ALIKE, "gemma3": ALIKE}), CONFIG,
          {"smollm2": R, "gemma3": R}, "700 subsets per m, alike"),
+    Case("001", "Fig. 1 (solid vs dotted)", trained(
+        {"smollm2": GAP_005, "gemma3": ALIKE}), CONFIG,
+         {"smollm2": T, "gemma3": R}, "SmolLM2 a gap of 0.05 at 700"),
 ]
+
+
+def row(case):
+  c = ledger_sides.claim_of(case.paper, case.where)
+  return ledger._read(c, case.sections, case.config, case.where,  # pylint: disable=protected-access
+                      strict=True)
 
 
 class SeedLpRowsTest(absltest.TestCase):
@@ -212,6 +252,107 @@ class SeedLpRowsTest(absltest.TestCase):
     b = st.m_bracket([rec(90, 10, 10), open_, rec(110, 0, 10)], 0.99)
     self.assertEqual((b.hi, b.point), (109, 90))
 
+  def test_real_heads_why_names_the_deciding_run(self):
+    case = Case("001", "Fig. 1 (solid vs dotted)", trained(
+        {"smollm2": GAP_005, "minilm": GAP_005}), CONFIG, {})
+    got = {r.subject: r for r in row(case)}
+    paper = report.get_config("paper").trained.heads_trials
+    self.assertIn(f"--scale=paper {paper}", got["smollm2"].why)
+    self.assertNotIn("--scale=paper", got["minilm"].why)
+    self.assertIn("m = 40: about", got["smollm2"].why)
+
+  def test_figure1_off_shape_says_why(self):
+    case = CASES[2]
+    self.assertEqual(case.verdicts, {"logits": NA})
+    (r,) = row(case)
+    self.assertIn("not the paper's 50257 x 768", r.why)
+
+  def test_figure3_states_per_d_verdicts_and_the_asymmetry(self):
+    case = Case("001", "Fig. 3", fig3(RISING + [fig3_row(
+        1024, 158, [(158, 20), (159, 19), (200, 0)])]), CONFIG, {})
+    (r,) = row(case)
+    self.assertIn("disagrees at d = 128, 256, 512", r.ours)
+    self.assertIn("too small to speak at d = 1024", r.ours)
+    self.assertIn("368", r.uncertainty)
+    self.assertIn("inferred", " ".join(r.deviations))
+
+  def test_figure3_n_lists_slowly_as_inferred(self):
+    (r,) = row(CASES[[c.where for c in CASES].index("Fig. 3 (N panel)")])
+    self.assertIn("definition of 'slowly' inferred (log-log slope > -0.5)",
+                  r.deviations)
+
+  def test_malformed_counts_are_named(self):
+    bad = {"negative trials": (rec(40, 5, -10), "trials"),
+           "feasible > trials": (rec(40, 11, 10), "feasible"),
+           "fractional trials": (rec(40, 5, 10.5), "trials"),
+           "undecided past trials": (dict(rec(40, 8, 10), undecided=3),
+                                     "feasible")}
+    for note, (r, field) in bad.items():
+      with self.subTest(note=note):
+        case = Case("001", "App. D / Fig. 6", {"natural": {
+            "natural": [r], "uniform": [rec(40, 5, 10)]}}, CONFIG, {})
+        with self.assertRaisesRegex(ledger.Malformed, field):
+          row(case)
+    for v in (math.nan, math.inf):  # Not a number: 'not run'.
+      case = Case("001", "App. D / Fig. 6", {"natural": {
+          "natural": [rec(40, 5, v)], "uniform": [rec(40, 5, 10)]}},
+                  CONFIG, {})
+      self.assertEqual(ledger_sides.verdicts(case), {"": N})
+    case = Case("001", "Fig. 3", fig3([dict(fig3_row(128, 10, [(10, 20)]),
+                                            d=-128)] + RISING), CONFIG, {})
+    with self.assertRaisesRegex(ledger.Malformed, "d"):
+      row(case)
+
+  def test_huge_trials_take_the_normal_approximation(self):
+    start = time.perf_counter()
+    big = 10 ** 12
+    got = lp_claims.comparison_row(
+        curve([(40, big // 2)], big), curve([(40, big // 2 + 10 ** 3)], big),
+        ("a", "b"), statistic="")
+    self.assertEqual(got.verdict, R)  # Gap 1e-9, interval ~3e-6 wide.
+    got = lp_claims.comparison_row(
+        curve([(40, big // 2)], big), curve([(40, big // 2 + 10 ** 9)], big),
+        ("a", "b"), statistic="")
+    self.assertEqual(got.verdict, D)  # Gap 0.001: significant at 1e12.
+    self.assertLess(time.perf_counter() - start, 5)
+    with self.assertRaisesRegex(ValueError, "n1"):
+      st.fisher_rejects(-1, 5, 0.05)
+    with self.assertRaisesRegex(ValueError, "at most"):
+      st.fisher_rejects(st.EXACT_MAX + 1, 5, 0.05)
+
+  def test_normal_approximation_meets_the_exact_at_the_cap(self):
+    n = st.EXACT_MAX
+    for k1, k2 in ((2500, 2500), (2500, 2600), (4900, 4950), (100, 140)):
+      exact = st.stats.fisher_exact(k1, n, k2, n)
+      z = st.fisher_p(k1, n + 1, k2, n + 1)  # Just over: the z test.
+      self.assertAlmostEqual(exact, z, delta=0.02, msg=(k1, k2))
+    exact = st.fisher_power(n, n, 0.5, 0.47, 0.05)
+    self.assertAlmostEqual(exact, st.z_power(n, n, 0.5, 0.47, 0.05),
+                           delta=0.02)
+    self.assertEqual(st.fisher_power(n + 1, n + 1, 0.5, 0.47, 0.05),
+                     st.z_power(n + 1, n + 1, 0.5, 0.47, 0.05))
+
+  def test_newcombe_interval(self):
+    # Newcombe (1998), Stat. Med. 17:873, Table II (h): 56/70 - 48/80.
+    lo, hi = st.newcombe(56, 70, 48, 80, 0.95)
+    self.assertAlmostEqual(lo, 0.0524, 4)
+    self.assertAlmostEqual(hi, 0.3339, 4)
+    for k, n in ((0, 20), (7, 20), (20, 20), (350, 700)):
+      ci = sps.binomtest(k, n).proportion_ci(0.99, "wilson")
+      np.testing.assert_allclose(st.wilson(k, n, 0.99), (ci.low, ci.high),
+                                 atol=1e-12)
+
+  def test_subsets_for_equivalence(self):
+    n = st.subsets_for_equivalence(0.5, 0.52, 4)
+    level = 1 - 0.05 / 4
+    lo, hi = st.newcombe(round(0.5 * n), n, round(0.52 * n), n, level)
+    self.assertTrue(-0.1 < lo and hi < 0.1)
+    m = n - 50
+    lo, hi = st.newcombe(round(0.5 * m), m, round(0.52 * m), m, level)
+    self.assertFalse(-0.1 < lo and hi < 0.1)
+    self.assertIsNone(st.subsets_for_equivalence(0.5, 0.61, 4))
+
 
 if __name__ == "__main__":
   absltest.main()
+

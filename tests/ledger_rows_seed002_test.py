@@ -4,6 +4,7 @@ the same verdict at every scale's config, and the new intervals against
 scipy (issue 77)."""
 
 import math
+import warnings
 
 from absl.testing import absltest
 import numpy as np
@@ -39,6 +40,23 @@ def _head(ratio=0.9916, twin=(0.9915, 0.9920, 0.0002), cosines=None,
                           "random_std": twin[2], "counted": 0.9922,
                           "tokens": 512}
   return {"gradient": {PROBE: out}}
+
+
+def _ratio_windows(windows, d_over_v=0.2):
+  """A head with per-window eq. (10) ratios and no twin."""
+  out = _head(ratio=float(np.mean(windows)), d_over_v=d_over_v, twin=None)
+  out["gradient"][PROBE]["ratio_windows"] = list(windows)
+  return out
+
+
+def _efficiency(logit, hidden):
+  """A head whose Fig. 8 batches decrease the loss by `logit` / `hidden`."""
+  return {"gradient": {PROBE: dict(_head()["gradient"][PROBE],
+                                   efficiency_batches={
+                                       "tokens_per_batch": 1024,
+                                       "fraction": 0.01,
+                                       "logit_decrease": list(logit),
+                                       "hidden_decrease": list(hidden)})}}
 
 
 def grad(where, head, verdict, note):
@@ -83,6 +101,25 @@ def _lowrank_rows(low_final=5.2, fall=0.0, noise=0.0, seeds=(0, 1),
   return {"lowrank": {"rows": rows}}
 
 
+def _lowrank_nan(field):
+  """_lowrank_rows with the largest D's flatness `field` NaN (inf for
+  'noise') on seed 0."""
+  out = _lowrank_rows()
+  for r in out["lowrank"]["rows"]:
+    if r["D"] == 256 and r["seed"] == 0:
+      r["flatness"] = dict(r["flatness"], **{
+          field: math.inf if field == "noise" else math.nan})
+  return out
+
+
+def _lowrank_state(state, **kw):
+  """_lowrank_rows(**kw) whose saved flatness states all read `state`."""
+  out = _lowrank_rows(**kw)
+  for r in out["lowrank"]["rows"]:
+    r["flatness"] = dict(r["flatness"], state=state)
+  return out
+
+
 def _spam_rows(low_losses, full_acc=0.99, low_acc=0.2,
                vocabs=(256, 4096), full_loss=0.05):
   rows = []
@@ -111,8 +148,21 @@ CASES = [
     grad(EQ10, _head(twin=(0.9921, 0.9920, 0.02)), T,
          "the twins' spread reaches below 0.95"),
     grad(EQ10, _head(twin=None), R, "no twin: a consistency check"),
-    grad(COS, _head(), R, "window interval inside 0.1-0.2"),
-    grad(COS, _head(cosines=[0.30, 0.31, 0.29, 0.30]), D, "above 0.2"),
+    grad(EQ10, _head(ratio=0.9503, d_over_v=0.2), T, "0.9503 +- the twins' "
+         "0.0006 straddles 0.95 (the point ratio is above it)"),
+    grad(EQ10, _head(ratio=0.97, d_over_v=0.2, twin=None), T,
+         "no twin, no windows, not forced by the rank: no interval"),
+    grad(EQ10, _ratio_windows([0.96, 0.97, 0.965, 0.962]), R,
+         "window interval clear above 0.95"),
+    grad(EQ10, _ratio_windows([0.93, 0.97, 0.94, 0.98]), T,
+         "window interval straddles 0.95"),
+    grad(EQ10, _ratio_windows([0.90, 0.91, 0.905, 0.90]), D,
+         "window interval clear under 0.95"),
+    grad(COS, _head(), R, "window interval inside 0.1-0.3"),
+    grad(COS, _head(cosines=[0.24, 0.25, 0.26, 0.25]), R,
+         "0.25: inside App. D's 0.1-0.3 (outside §3.3's 0.1-0.2)"),
+    grad(COS, _head(cosines=[0.40, 0.41, 0.39, 0.40]), D, "above 0.3"),
+    grad(COS, _head(cosines=[0.27, 0.32, 0.28, 0.33]), T, "straddles 0.3"),
     grad(COS, _head(cosines=[0.08, 0.12, 0.09, 0.13]), T, "straddles 0.1"),
     grad(FIG8, _head(decrease=(0.05, 0.001)), R, "x50: over x10"),
     grad(FIG8, _head(decrease=(0.05, 0.01)), D, "x5: under x10"),
@@ -123,6 +173,10 @@ CASES = [
             "hidden_decrease": [0.02, 0.002, 0.0005]})}}, CFG,
          {"probe model": T}, "batches from x2.5 to x100: straddles x10"),
     grad(FIG2, _head(), R, "4090 of 4096 at T = 4096"),
+    grad(FIG8, _efficiency([0.05, 0.05, 0.05], [0.002, -0.001, 0.002]),
+         claim.NOT_RUN, "a non-positive decrease along H: not run"),
+    grad(FIG8, _efficiency([0.05, 0.0, 0.05], [0.002, 0.002, 0.002]),
+         claim.NOT_RUN, "a zero decrease along the logits: not run"),
     grad(FIG2, _head(rank=((512, 512), (4096, 2951))), D, "72 % of V"),
     Case("002", LOW, _lowrank_rows(), CFG, {"": C},
          "flat on both seeds, D = 256 reaches D = 8's loss sooner"),
@@ -134,6 +188,19 @@ CASES = [
          "scatter of 1 % straddles the 1 % criterion"),
     Case("002", LOW, _lowrank_rows(top_end=(5.0, 5.5)), CFG, {"": T},
          "the seeds disagree in direction"),
+    Case("002", LOW, _lowrank_rows(top_end=5.3), CFG, {"": T},
+         "x1.0x: D = 256 reaches D = 8's loss only at its last evaluation: "
+         "the speed-up's lower end is not clear of x1"),
+    Case("002", LOW, _lowrank_nan("lo"), CFG, {"": claim.NOT_RUN},
+         "a NaN in the flatness interval is not run, never flat"),
+    Case("002", LOW, _lowrank_nan("noise"), CFG, {"": claim.NOT_RUN},
+         "an inf evaluation noise is not run"),
+    Case("002", LOW, _lowrank_state("flat", fall=0.03), CFG, {"": T},
+         "the saved state says flat, the numbers say falling"),
+    Case("002", LOW, {"lowrank": {"rows": [
+        r for r in _lowrank_rows()["lowrank"]["rows"]
+        if (r["seed"], r["D"]) != (1, 8)]}}, CFG, {"": claim.NOT_RUN},
+         "seed 1 lacks the smallest D: not run, naming it"),
     spam(_spam_rows([0.01, 3.7]), C, "loss rises, accuracy lower, control "
          "learned"),
     spam(_spam_rows([0.02, 0.03], low_acc=0.99), D,
@@ -143,8 +210,15 @@ CASES = [
          "control's bracket straddles 0.95"),
     spam(_spam_rows([0.02, 0.03], low_acc=0.2), T,
          "flat loss but lower accuracy: mixed"),
-    spam(_spam_rows([0.01, 3.7]), C, "the Table 3 beta2 arm reported",
+    spam(_spam_rows([0.01, 3.7]), T, "the control fails at Table 3's "
+         "beta2: the setting decides the control",
          b2_rows=[dict(_spam_rows([0])[0], b2=0.95, accuracy=0.871)]),
+    spam(_spam_rows([0.01, 3.7]), C, "the control learns at Table 3's "
+         "beta2 too", b2_rows=[dict(_spam_rows([0])[0], b2=0.95,
+                                    accuracy=0.99)]),
+    spam(_spam_rows([0.02, 0.03], low_acc=0.99), T, "low ranks keep up, "
+         "but the control at Table 3's beta2 straddles 0.95",
+         b2_rows=[dict(_spam_rows([0])[0], b2=0.95, accuracy=0.95)]),
 ]
 
 
@@ -168,7 +242,7 @@ class LedgerRowsSeed002Test(absltest.TestCase):
     row, = c.read(_head(), CFG)
     self.assertIsNone(row.can_disagree)  # The twin test can disagree.
     cos, = ledger_sides.claim_of("002", COS).read(_head(), CFG)
-    self.assertIs(cos.can_disagree, False)  # sqrt(1/64) is in 0.1-0.2.
+    self.assertIs(cos.can_disagree, False)  # sqrt(1/64) is in 0.1-0.3.
 
   def test_the_rows_name_beta2_and_the_inferred_definition(self):
     row = spamlang.read_claim({"rows": _spam_rows([0.01, 3.7]), "b2_rows": [
@@ -178,8 +252,19 @@ class LedgerRowsSeed002Test(absltest.TestCase):
     self.assertIn("0.871", text)
     self.assertIn("definition inferred", text)
     self.assertIn("claim inferred", text)
+    self.assertEqual(row.verdict, T)
+    self.assertIn("beta2 = 0.95", row.why)
+    self.assertIn("223/256", row.uncertainty)  # Both settings reported.
+    self.assertIn("253/256", row.uncertainty)
+    self.assertIn("counts are rounded", text)
+    self.assertIn("same held-out sequences", text)
+    self.assertIn("1 seed(s) per head: no spread", text)
     row = spamlang.read_claim({"rows": _spam_rows([0.01, 3.7])}, CFG)
     self.assertIn("not run at this scale", " ".join(row.deviations))
+    two = _spam_rows([0.01, 3.7]) + [dict(r, seed=1)
+                                     for r in _spam_rows([0.01, 3.7])]
+    row = spamlang.read_claim({"rows": two}, CFG)
+    self.assertIn("2 seed(s) per head, averaged", " ".join(row.deviations))
 
   def test_twin_interval_against_scipy(self):
     twin = {"trained": 0.99, "random": 0.992, "random_std": 0.001}
@@ -209,6 +294,43 @@ class LedgerRowsSeed002Test(absltest.TestCase):
     row = lowrank.read_claim({"rows": rows}, CFG)
     self.assertIn("(600 steps); ", row.ours)
     self.assertIn("(1200 steps)", row.ours)
+
+  def test_the_lowrank_row_names_what_it_reads(self):
+    row = lowrank.read_claim(_lowrank_rows(top_end=5.3)["lowrank"], CFG)
+    self.assertIn("x1.00 .. x1.", row.uncertainty)
+    self.assertIn("not the validation set's sampling noise",
+                  row.uncertainty)
+    row = lowrank.read_claim(_lowrank_rows(fall=0.03)["lowrank"], CFG)
+    self.assertIn("x13.79 / x11.70, were read with the older two-point",
+                  row.why)
+    rows = [r for r in _lowrank_rows()["lowrank"]["rows"]
+            if (r["seed"], r["D"]) != (1, 256)]
+    with self.assertRaisesRegex(claim.Unread, "seed 1 has no D = 256"):
+      lowrank.speedups(rows)
+
+  def test_fig8_far_apart_decreases_do_not_overflow(self):
+    with warnings.catch_warnings():
+      warnings.simplefilter("error")
+      row = seed002.efficiency_row(_efficiency(
+          [1e200, 1e150, 1e180], [1e-200, 1e-150, 1e-100])["gradient"][PROBE])
+    self.assertEqual(row.verdict, R)
+    self.assertIn("x1e+", row.uncertainty)
+    with self.assertRaisesRegex(claim.Unread, "batch 1.*grad_H W"):
+      seed002.efficiency_row(_efficiency(
+          [0.05, 0.05], [0.002, 0.0])["gradient"][PROBE])
+
+  def test_the_ratio_interval_is_the_twins_half_width(self):
+    r = _head(ratio=0.9503, d_over_v=0.2)["gradient"][PROBE]
+    lo, hi, _ = seed002.ratio_interval(r)
+    half = seed002.twin_interval(r["random_head"])[1]
+    self.assertAlmostEqual(lo, 0.9503 - half)
+    self.assertAlmostEqual(hi, 0.9503 + half)
+    w = [0.93, 0.97, 0.94, 0.98]
+    lo, hi, _ = seed002.ratio_interval(
+        _ratio_windows(w)["gradient"][PROBE])
+    ref = sps.t.interval(0.95, 3, loc=np.mean(w), scale=sps.sem(w))
+    self.assertAlmostEqual(lo, ref[0])
+    self.assertAlmostEqual(hi, ref[1])
 
   def test_the_sections_open_with_their_rows(self):
     for rows, word in ((_lowrank_rows()["lowrank"]["rows"], "Agrees"),

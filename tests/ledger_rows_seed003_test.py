@@ -14,7 +14,8 @@ from configs import report as report_config
 from tests import ledger_sides
 from tests.ledger_sides import Case
 from train.probes import gradient
-from train.report import claim, intervals, real_llm_rows
+from train.report import (claim, intervals, real_llm_rows, seed003,
+                          seed003_rows)
 
 R, D, T, C, N = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
                  claim.CONSISTENT, claim.NOT_APPLICABLE)
@@ -73,7 +74,11 @@ SEED003 = [
     case("Table 1 (input embeddings)", probe(), {"probe model": R},
          "0.7 > 0.5"),
     case("Table 1 (input embeddings)", probe(encoding=_encoding(inp=0.07)),
-         {"probe model": T}, "0.07 on a width-64 model: too small"),
+         {"probe model": N}, "0.07 on a width-64 model: not the paper's "
+         "class (a setup difference)"),
+    case("Table 1 (input embeddings)", probe(encoding=_encoding(
+        inp=0.5, v=120, d=64)), {"probe model": T},
+         "few tokens: the interval straddles 0.5"),
     case("Table 1 (input embeddings)", probe(encoding=_encoding(
         inp=0.07, v=50000, d=2560)), {"probe model": D},
          "0.07 at the paper's width"),
@@ -88,6 +93,11 @@ SEED003 = [
          {"probe model": D}, "e_local 0.95 of 1.1"),
     case("Algorithm 1 / Table 2", probe(edit=_edit((0.1, 1.0, 0.5))),
          {"probe model": T}, "three tokens spread around 0.55"),
+    case("Algorithm 1 / Table 2", probe(edit=_edit((0.58, 0.60, 0.59))),
+         {"probe model": R}, "54 % of not editing: under the paper's "
+         "worst case (GPT-2 XL, 58 %)"),
+    case("Algorithm 1 / Table 2", probe(edit=_edit((0.70, 0.72, 0.71))),
+         {"probe model": D}, "65 %: above the paper's worst case"),
     case("Fig. 6", probe(), {"probe model": R}, "adversarial x2"),
     case("Fig. 6", probe(prune=_prune(0.5)), {"probe model": D},
          "adversarial x0.5"),
@@ -112,25 +122,33 @@ def _model(**kw):
 def _cumulative(tokens=173, v=49152, std=0.0):
   ms = [1, 10, 100, 150, 200, 1000, 5000, 20000]
   mean = [0.2, 0.5, 0.85, 0.89, 0.91, 0.95, 0.99, 1.0]
-  if tokens > 1000:
+  if tokens >= 5000:
     mean = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.89, 0.95]
+  elif tokens > 400:  # Crosses 0.9 between 1000 and 5000.
+    mean = [0.2, 0.4, 0.6, 0.7, 0.75, 0.85, 0.95, 1.0]
   return {"m": ms, "mean": mean, "std_over_windows": [std] * 8, "V": v,
           "positions": 512, "tokens_for_0.9_of_mean_curve": tokens,
           "tokens_for_0.9_median": 88}
 
 
-def _rowstats(cv=0.18, rounding=0.0003, positive=0.98):
+def _rowstats(cv=0.18, rounding=0.0003, positive=0.98, pairs=10000):
   return {"trained": {"norm_mean": 1.0, "norm_std": cv,
-                      "cos_positive": positive},
+                      "cos_positive": positive, "pairs": pairs},
           "random": {"norm_mean": 1.0, "norm_std": 0.03,
                      "cos_positive": 0.5},
           "quantisation": {"noise_rel_rms": rounding}}
 
 
-def _gradient(ratio=0.9918, dv=0.0117, cos=0.133):
-  return {"norm_ratio": ratio, "D_over_V": dv, "mean_cosine": cos,
-          "tokens": 16384, "per_token_quantiles": {
-              "0.05": 0.98, "0.5": 0.99, "0.95": 0.995}}
+def _gradient(ratio=0.9918, dv=0.0117, cos=0.133, windows=None, twin=None):
+  g = {"norm_ratio": ratio, "D_over_V": dv, "mean_cosine": cos,
+       "tokens": 16384, "per_token_quantiles": {
+           "0.05": 0.98, "0.5": 0.99, "0.95": 0.995}}
+  if windows is not None:
+    g["cosine_windows"] = list(windows)
+  if twin is not None:  # (trained, random mean, random sd, draws)
+    g["random_head"] = dict(zip(("trained", "random", "random_std",
+                                 "draws"), twin), tokens=2048)
+  return g
 
 
 def _figure1(trained, gaussian, n):
@@ -142,7 +160,11 @@ def _figure1(trained, gaussian, n):
 
 REAL = [
     case("App. A on real LLMs", _model(cumulative=_cumulative()),
-         {"smollm2": C}, "173 of 49152", "001"),
+         {"smollm2": R}, "173: within 100 .. 400", "001"),
+    case("App. A on real LLMs", _model(cumulative=_cumulative(
+        2000, v=262144)), {"smollm2": D}, "1000 .. 5000 of 262144: under 2 "
+         "% of V but over 400 tokens (the old share test: consistent)",
+         "001"),
     case("App. A on real LLMs", _model(cumulative=_cumulative(5000)),
          {"smollm2": D}, "5000 of 49152 (10 %)", "001"),
     case("App. A on real LLMs", _model(cumulative=_cumulative(
@@ -158,7 +180,13 @@ REAL = [
     case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
         positive=0.3)), {"smollm2": D}, "30 % positive", "001"),
     case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
-        positive=0.5)), {"smollm2": T}, "half", "001"),
+        positive=0.8)), {"smollm2": D}, "80 % positive: not 'almost all' "
+         "(over 1/2, the old threshold)", "001"),
+    case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
+        positive=0.9)), {"smollm2": T}, "90 % of 10000 pairs", "001"),
+    case("App. E cosines on real LLMs", _model(rowstats=_rowstats(
+        positive=0.95, pairs=40)), {"smollm2": T},
+         "95 % of the 40 pairs saved (not the default 10000)", "001"),
     case("Fig. 1 on real LLMs", _model(figure1=_figure1(
         [95, 95, 95, 73], [100, 100, 100, 75], 100)), {"smollm2": T},
          "SmolLM2's 100-subset run: p 0.06 at each of 4 m, not under "
@@ -174,10 +202,35 @@ REAL = [
          {"smollm2": R}, "0.9918 >= 0.95 (a check here)", "002"),
     case("Fig. 6 on real LLMs", _model(gradient=_gradient(0.9, 0.2)),
          {"smollm2": D}, "0.90 at D/V = 0.2", "002"),
-    case("App. D cosine on real LLMs", _model(gradient=_gradient()),
-         {"smollm2": R}, "0.133 inside 0.1-0.2", "002"),
+    case("Fig. 6 on real LLMs", _model(gradient=_gradient(twin=(
+        0.9918, 0.9920, 0.0001, 3))), {"smollm2": R},
+         "the trained head within its 3 twins' t(2) prediction interval",
+         "002"),
+    case("Fig. 6 on real LLMs", _model(gradient=_gradient(twin=(
+        0.9900, 0.9920, 0.0001, 3))), {"smollm2": D},
+         "the trained head clear below its twins (the old test: >= 0.95)",
+         "002"),
+    case("Fig. 6 on real LLMs", _model(gradient=_gradient(
+        0.96, 0.09, twin=(0.96, 0.954, 0.01, 3))), {"smollm2": T},
+         "3 twins: t(2) interval reaches below 0.95", "002"),
     case("App. D cosine on real LLMs", _model(gradient=_gradient(
-        cos=0.054)), {"smollm2": D}, "0.054 under 0.1", "002"),
+        windows=[0.13, 0.135, 0.132, 0.134])), {"smollm2": R},
+         "0.133 inside 0.1-0.3, interval over windows", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient(
+        windows=[0.25, 0.26, 0.24, 0.25])), {"smollm2": R},
+         "0.25: inside App. D's 0.1-0.3 (outside 0.1-0.2)", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient(
+        windows=[0.40, 0.41, 0.39, 0.40])), {"smollm2": D},
+         "0.40 above 0.3", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient(
+        windows=[0.08, 0.12, 0.09, 0.13])), {"smollm2": T},
+         "straddles 0.1", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient()),
+         {"smollm2": T}, "no per-window cosines: no interval", "002"),
+    case("App. D cosine on real LLMs", _model(gradient=_gradient(
+        cos=0.054, dv=640 / 262144)), {"smollm2": N},
+         "Gemma 3: sqrt(D/V) = 0.049, outside 0.1-0.3 by dimension "
+         "counting", "002"),
 ]
 
 CASES = SEED003 + REAL
@@ -194,7 +247,57 @@ class LedgerRowsSeed003Test(absltest.TestCase):
     self.assertFalse(row.can_disagree)
     row = real_llm_rows.gradient_row("m", _gradient(0.9, 0.2), {"subject": {
         "V": 10, "D": 2}, "pass": {"text": "", "tokens": 1}})
-    self.assertTrue(row.can_disagree)
+    self.assertIsNot(row.can_disagree, False)
+    # A narrow untied model cannot disagree on Table 1's input embeddings.
+    row, = ledger_sides.claim_of("003", "Table 1 (input embeddings)").read(
+        probe(encoding=_encoding(inp=0.07)), CFG)
+    self.assertIs(row.can_disagree, False)
+
+  def test_above_the_papers_range_is_said(self):
+    m = {"subject": {"V": 49152, "D": 576}, "pass": {"text": "",
+                                                     "tokens": 1}}
+    row = real_llm_rows.gradient_row("m", _gradient(0.9988, 0.0024), m)
+    self.assertIn("above the paper's 95-99 % range, as dimension counting "
+                  "forces", row.ours)
+    self.assertIs(row.can_disagree, False)
+
+  def test_gradient_twin_interval_uses_the_saved_draws(self):
+    m = {"subject": {"V": 49152, "D": 576}, "pass": {"text": "",
+                                                     "tokens": 1}}
+    row = real_llm_rows.gradient_row("m", _gradient(
+        twin=(0.9918, 0.9920, 0.001, 3)), m)
+    half = sps.t.ppf(0.975, 2) * 0.001 * math.sqrt(1 + 1 / 3)
+    self.assertIn(f"{half:.4f}", row.uncertainty)
+    self.assertIn("2 degrees of freedom", row.uncertainty)
+
+  def test_bad_fields_are_rejected_by_name(self):
+    for bad, field in ((_cumulative(), "positions"),):
+      bad = dict(bad, positions=-5)
+      with self.assertRaisesRegex(ValueError, field):
+        real_llm_rows.appendix_a_row("m", bad, _model()["real_llm"][
+            "models"]["smollm2"])
+    m = copy.deepcopy(_model()["real_llm"]["models"]["smollm2"])
+    m["subject"]["V"] = float("nan")
+    with self.assertRaises(claim.Unread):
+      real_llm_rows.norm_row("m", _rowstats(), m)
+    m["subject"]["V"] = 0
+    with self.assertRaisesRegex(ValueError, "V"):
+      real_llm_rows.norm_row("m", _rowstats(), m)
+    with self.assertRaisesRegex(ValueError, "window"):
+      real_llm_rows.appendix_a_row("m", _cumulative(), dict(
+          m, subject={"V": 49152}, **{"pass": {"window": 0}}))
+    enc = dict(_encoding(), positions=-1)
+    with self.assertRaisesRegex(ValueError, "positions"):
+      seed003_rows.table1_row("probe model", enc, probe(encoding=enc)[
+          "encoding"], CFG)
+    # Fig. 7: a NaN convergence rate is no number; steps must increase.
+    f = _freq(100)
+    f["rows"][1]["conv_head"] = float("nan")
+    with self.assertRaises(claim.Unread):
+      seed003.read_frequency({"frequency_llama": f}, {})
+    with self.assertRaisesRegex(ValueError, "step"):
+      seed003.read_frequency({"frequency_llama": _freq(
+          100, steps=(0, 100, 100, 300, 400))}, {})
 
   def test_the_same_numbers_give_the_same_verdict_at_every_scale(self):
     configs = {s: report_config.get_config(s).to_dict()

@@ -70,8 +70,16 @@ class SpamLangVerdictTest(absltest.TestCase):
     arm = [dict(spam_rows([0.01])[0], b2=0.95, accuracy=0.871)]
     said_ = claim.markdown(spamlang.verdict(spam_rows([0.01, 3.7]),
                                             b2_rows=arm))
+    # The control fails at Table 3's beta2: the setting decides it.
+    self.assertStartsWith(said_, "**Cannot tell**")
+    self.assertIn("with Table 3's beta2 = 0.95 it did not clearly learn "
+                  "(V = 256, 250 steps: 223/256", said_)
+    arm = [dict(spam_rows([0.01])[0], b2=0.95, accuracy=0.99)]
+    said_ = claim.markdown(spamlang.verdict(spam_rows([0.01, 3.7]),
+                                            b2_rows=arm))
+    self.assertStartsWith(said_, "**Agrees")
     self.assertIn("with 0.95 the full-rank control reaches at V = 256, "
-                  "250 steps, lr 0.003: accuracy 0.871", said_)
+                  "250 steps, lr 0.003: accuracy 0.990", said_)
 
 
 def lowrank_rows(top_curve, low_final=5.6, seeds=(0, 1), steps=400):

@@ -11,7 +11,8 @@
                    per m with Holm and its exact power
   seed001_trained  Appendices A, D, E on a trained head
   seed002          the gradient bottleneck on the probe model
-  lowrank          seed 002 Fig. 1: its runs, statistic, section, verdict
+  lowrank          seed 002 Fig. 1: its runs, section, verdict
+  lowrank_speed    its statistic: the speed-up per seed, its ends
   spamlang         seed 002 Fig. 14: its runs, section, verdict
   seed003          probability encoding, editing, removal, frequency
   seed003_rows     seed 003's ledger rows on every subject

@@ -10,7 +10,6 @@ verdict and its ledger row.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
@@ -18,6 +17,9 @@ from configs import lowrank as lowrank_config
 from train.report import claim
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, SMALLER,
                                 TOO_SMALL, Row, Verdict, markdown)
+from train.report.lowrank_speed import (Z95, against_budget,
+                                        speedup_range, speedups)
+from train.report.lowrank_speed import said as _said
 from train.report.section import Section, figure, table
 from train.report.training_runs import run_dir, short_run, val_curve
 from train.training import runs, trainer
@@ -225,63 +227,19 @@ PAPER_LOWRANK = ("seed 002 Fig. 1: with one backbone, a head of rank D = "
                  "(2B models, 11B tokens)")
 
 
-def _tokens_to(curve, target, tokens_per_step):
-  """(training tokens at which a validation curve first reaches `target`,
-  by linear interpolation between evaluations, or None; whether the first
-  evaluation was already there, so that the tokens are only an upper
-  bound)."""
-  prev = None
-  for step, loss in curve:
-    if loss <= target:
-      if prev is None:
-        return step * tokens_per_step, True
-      (s0, l0) = prev
-      frac = (l0 - target) / (l0 - loss) if l0 != loss else 1.0
-      return (s0 + frac * (step - s0)) * tokens_per_step, False
-    prev = (step, loss)
-  return None, False
-
-
-class Speedup(NamedTuple):
-  """The paper's statistic on one seed: the smallest D's tokens over the
-  tokens the largest D needs to reach the smallest D's final validation
-  loss (None: never reached); `at_least`: the largest D was below that loss
-  at its first evaluation, so `value` is a lower bound."""
-  value: float | None
-  at_least: bool
-
-
-def speedups(rows, steps: int | None = None) -> list[Speedup]:
-  """Per seed, the paper's statistic (Speedup) among the runs of `steps`
-  steps (None: the longest)."""
-  steps = max(r["steps"] for r in rows) if steps is None else steps
-  rows = [r for r in rows if r["steps"] == steps]
-  ranks = sorted({r["D"] for r in rows})
-  out = []
-  for seed in sorted({r["seed"] for r in rows}):
-    low = next(r for r in rows if r["D"] == ranks[0] and r["seed"] == seed)
-    top = next(r for r in rows if r["D"] == ranks[-1] and r["seed"] == seed)
-    need, first = _tokens_to(top["curve"], low["final_val_loss"],
-                             top["tokens_per_step"])
-    out.append(Speedup(None, False) if not need else
-               Speedup(low["steps"] * low["tokens_per_step"] / need, first))
-  return out
-
-
-def _said(speed) -> str:
-  return ", ".join("never" if x.value is None else
-                   f"{'>= ' if x.at_least else ''}x{x.value:.2f}"
-                   for x in speed)
-
-
-def against_budget(rows) -> str:
-  """The statistic at every length the smallest and largest D both ran:
-  'x1.80, x2.07 (600 steps); ...' (seeds in order)."""
-  lengths = sorted({r["steps"] for r in rows})
-  ranks = sorted({r["D"] for r in rows})
-  return "; ".join(
-      f"{_said(speedups(rows, n))} ({n} steps)" for n in lengths
-      if {ranks[0], ranks[-1]} <= {r["D"] for r in rows if r["steps"] == n})
+def _state(r, flat: float) -> str:
+  """The flatness state of a largest-D row recomputed from its numbers
+  (evaluations, fall's interval lo .. hi through claim.num: a NaN or inf
+  is claim.Unread), never the saved string: 'flat' (hi under `flat`),
+  'falling' (lo at or over it), 'undecided' or 'few'."""
+  at = f"seed {r['seed']}.flatness"
+  n = claim.num(r, "flatness", "evaluations", at=f"seed {r['seed']}")
+  lo, hi = (claim.num(r["flatness"], k, at=at) for k in ("lo", "hi"))
+  claim.num(r["flatness"], "fall", at=at)
+  claim.num(r["flatness"], "noise", at=at)
+  if n < MIN_WINDOW_EVALS:
+    return "few"
+  return "flat" if hi < flat else "falling" if lo >= flat else "undecided"
 
 
 def _flat_said(r) -> str:
@@ -295,14 +253,17 @@ def assess(rows, flat: float = 0.01) -> tuple[Verdict, Row]:
   """The section's conclusion and the ledger's row, from one reading of
   the rows at the longest length: too small to speak unless the largest D
   is flat on every seed (`flatness`: its fitted fall's 95 % interval under
-  `flat`, over at least MIN_WINDOW_EVALS evaluations); then the speed-up
-  of the largest D over the smallest on every seed: all above x1
-  consistent in direction with the paper's x16 (its models 2B, its D/V to
-  1/12), none disagrees, mixed too small to speak."""
+  `flat`, over at least MIN_WINDOW_EVALS evaluations; the state
+  recomputed from the numbers, `_state`); then the speed-up of the largest
+  D over the smallest (`speedup_range`: per seed, over the evaluation grid
+  and the evaluation noise): its lowest end over seeds above x1 consistent
+  in direction with the paper's x16 (its models 2B, its D/V to 1/12), its
+  highest end at or under x1 disagrees, straddling too small to speak."""
   steps = max(r["steps"] for r in rows)
   last = [r for r in rows if r["steps"] == steps]
   ranks = sorted({r["D"] for r in last})
   top = [r for r in last if r["D"] == ranks[-1]]
+  states = {_state(r, flat) for r in top}
   speed = speedups(rows)
   known = [x.value for x in speed if x.value is not None]
   at_least = any(x.at_least for x in speed if x.value is not None)
@@ -319,8 +280,15 @@ def assess(rows, flat: float = 0.01) -> tuple[Verdict, Row]:
   n = (f"{len(top)} seed{'s' * (len(top) > 1)}; {steps} steps; "
        f"{min(r['flatness']['evaluations'] for r in top)}+ evaluations in "
        f"the window, {top[0].get('val_tokens', '?')} validation tokens each")
-  unc = (f"speed-up over seeds {min(known):.2f} .. {max(known):.2f}; "
-         if known else "") + f"flatness {flat_said}"
+  ends = speedup_range(rows)
+  lowest, highest = min(e[0] for e in ends), max(e[1] for e in ends)
+  unc = (f"speed-up per seed from the evaluation grid and {Z95} x the "
+         "evaluation noise: " + ", ".join(f"x{a:.2f} .. x{b:.2f}"
+                                          for a, b in ends)
+         + f" (lowest end x{lowest:.2f}, against x1); flatness {flat_said}"
+         " (a t interval from the window's evaluations' scatter about a "
+         "line fitted to them: how well a line fits evaluations on the same "
+         "validation tokens, not the validation set's sampling noise)")
   devs = (f"backbone of width {top[0].get('width', 256)}, V = "
           f"{top[0]['V']}, D/V 1/{top[0]['V'] // ranks[0]} .. "
           f"1/{top[0]['V'] // ranks[-1]} (the paper: 2B models, V = 49152, "
@@ -328,14 +296,14 @@ def assess(rows, flat: float = 0.01) -> tuple[Verdict, Row]:
           f"{steps * top[0]['tokens_per_step']} tokens per run (the paper: "
           "11B)", "corpus: Shakespeare (the paper: FineWeb-Edu)")
   ours = f"{so_far}; against the budget: {budget}"
-  states = {r["flatness"]["state"] for r in top}
   if states != {"flat"}:
     worst = max(top, key=lambda r: r["flatness"]["lo"])
     longer = (("still falling" if "falling" in states else
                f"fewer than {MIN_WINDOW_EVALS} evaluations in the window")
               + ": longer runs of the largest and smallest D under this "
               "criterion (lowrank.steps, lowrank.doublings; benchmarks/"
-              "RESULTS.md's 38,400-step runs read the older two-point one) "
+              "RESULTS.md's 38,400-step runs, x13.79 / x11.70, were read with "
+              "the older two-point criterion and are not in this report) "
               "would decide" if states & {"falling", "few"} else
               "the evaluations' noise is not under the criterion: a larger "
               "validation set (lowrank.val_batches) or a longer run would "
@@ -346,7 +314,7 @@ def assess(rows, flat: float = 0.01) -> tuple[Verdict, Row]:
     return (Verdict(CANNOT, sentence, PAPER_LOWRANK),
             Row(TOO_SMALL, ours, stat, n, unc, why=longer,
                 deviations=devs))
-  if len(known) == len(speed) and min(known) > 1.0:
+  if lowest > 1.0:
     why = ("the magnitude is not comparable: the paper's models are 2B "
            "parameters and its D/V reaches 1/12 at V = 49152")
     return (Verdict(SMALLER, f"{ours}, on every seed. The magnitude is not "
@@ -354,19 +322,26 @@ def assess(rows, flat: float = 0.01) -> tuple[Verdict, Row]:
                     "its D/V reaches 1/12 at V = 49152.", PAPER_LOWRANK,
                     extent="in direction"),
             Row(CONSISTENT, ours, stat, n, unc, why=why, deviations=devs))
-  if not known or max(known) <= 1.0:
+  if highest <= 1.0:
     return (Verdict(DISAGREES, f"{ours}; at this size a larger D did not "
                     f"reach the D = {ranks[0]} loss sooner (a backbone this "
                     "small may itself be the bottleneck).", PAPER_LOWRANK),
             Row(DISAGREES, ours, stat, n, unc, deviations=devs))
-  why = "the seeds disagree in direction: more seeds (lowrank.seeds) decide"
+  why = (f"the speed-up's ends x{lowest:.2f} .. x{highest:.2f} (over "
+         "seeds, the evaluation grid and its noise) straddle x1: more seeds "
+         "(lowrank.seeds), a finer evaluation grid or a larger validation "
+         "set (lowrank.val_batches) would decide")
   return (Verdict(CANNOT, f"{ours}; {why}.", PAPER_LOWRANK),
           Row(TOO_SMALL, ours, stat, n, unc, why=why, deviations=devs))
 
 
 def verdict(rows, flat: float = 0.01) -> Verdict:
-  """The section's conclusion (`assess`)."""
-  return assess(rows, flat)[0]
+  """The section's conclusion (`assess`); a number it cannot read (NaN,
+  a missing run) makes it cannot tell, naming it."""
+  try:
+    return assess(rows, flat)[0]
+  except claim.Unread as e:
+    return Verdict(CANNOT, f"{e}.", PAPER_LOWRANK)
 
 
 def curves_figure(rows):

@@ -157,8 +157,8 @@ def read_figure5(s, cfg) -> claim.Row:
   grid = [b["m"] for b in br]
   lo, hi = m_star_range(br, thr)
   size = (int(claim.num(s, "N")), int(claim.num(s, "d")))
-  closed = claim.mapping(claim.get(s, "m_star_closed_form"),
-                         "m_star_closed_form")
+  closed = {k: int(claim.num(s, "m_star_closed_form", k))
+            for k in ("exact", "gumbel", "rowspace_exact")}
   with_bound = [b for b in br if b["bound"] is not None]
   over = [b["m"] for b in with_bound if b["bound"] > b["hi"]]
   under = [b["m"] for b in with_bound if b["bound"] < b["lo"]]
@@ -289,14 +289,36 @@ def read_prop2(s, cfg) -> claim.Row:
 # Corollary 3 (Sec. 5): 2m <= d* <= 2m + 2 for N >= 3m + 1.
 
 
+def _exact_only(s) -> list[dict]:
+  """The section's `exact_only` sweeps (none: an empty list), each with
+  finite N, m, subsets and worst exact margin (claim.records' need: a
+  null or NaN is claim.Unread, never printed)."""
+  if not claim.get(s, "exact_only"):
+    return []
+  return claim.records(s, "exact_only", need=(
+      "N", "m", "subsets", "worst_exact_log10_margin"))
+
+
+def _subset(r: dict, at: str) -> list[int]:
+  """A lower-bound record's certificate.subset: a non-empty list of finite
+  indices (claim.finite each), else claim.Unread / TypeError naming it."""
+  sub = claim.get(r, "certificate", "subset", at=at)
+  if not isinstance(sub, list):
+    raise TypeError(f"`{at}.certificate.subset` is a "
+                    f"{type(sub).__name__}, not a list")
+  if not sub:
+    raise claim.Unread(f"`{at}.certificate.subset` is empty")
+  return [int(claim.finite(x, f"{at}.certificate.subset[{i}]"))
+          for i, x in enumerate(sub)]
+
+
 def realisability(s) -> str:
   """The section's finding at scale: the largest N's float64 certificates
   and the construction's exact margin at the paper's 383 tokens of GPT-2
   (else the worst exact margin measured)."""
   sweeps = claim.records(s, "random_subsets", need=(
       "N", "m", "subsets", "certified", "worst_exact_log10_margin"))
-  exact = [r for r in claim.get(s, "exact_only")
-           if (r["N"], r["m"]) == COR3_GPT2]
+  exact = [r for r in _exact_only(s) if (r["N"], r["m"]) == COR3_GPT2]
   big = max(r["N"] for r in sweeps)
   at_big = sorted((r for r in sweeps if r["N"] == big), key=lambda r: r["m"])
   full = [r["m"] for r in at_big if r["certified"] == r["subsets"]]
@@ -362,6 +384,7 @@ def read_cor3_lower(s, cfg) -> claim.Row:
   del cfg
   recs = claim.records(s, "lower_bound", need=("N", "m", "d"))
   done = [r for r in recs if claim.get(r, "certificate", "certified")]
+  subsets = [_subset(r, f"lower_bound[{recs.index(r)}]") for r in done]
   missing = [r for r in recs if r not in done]
   cases = sorted({(r["N"], r["m"]) for r in recs})
   return claim.Row(
@@ -370,8 +393,8 @@ def read_cor3_lower(s, cfg) -> claim.Row:
       "no embedding selects, each proved by an exact certificate (a point "
       "in both convex hulls, checked in rational arithmetic on the stored "
       "float64 matrix), e.g. " + ", ".join(
-          f"N = {r['N']}, m = {r['m']}, {r['matrix']}: "
-          f"{r['certificate']['subset']}" for r in done[:2]),
+          f"N = {r['N']}, m = {r['m']}, {r['matrix']}: {sub}"
+          for r, sub in zip(done[:2], subsets)),
       "matrices of width d = 2m - 1 (the construction's rows at degree m - "
       "1, random Gaussian ones) with a certified non-selectable m-subset: "
       "a consistency check of the bound on these matrices, not a proof "

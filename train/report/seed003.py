@@ -174,7 +174,12 @@ def read_frequency(s, cfg):
   for i, r in enumerate(rows):
     if r.get("val_loss") is not None:  # None: not logged at that step.
       num(r, "val_loss", at=f"frequency_llama.rows[{i}]")
+    if "conv_head" in r:
+      num(r, "conv_head", at=f"frequency_llama.rows[{i}]")
   steps = [r["step"] for r in rows]
+  if steps[0] < 0 or any(b <= a for a, b in zip(steps, steps[1:])):
+    raise ValueError("`frequency_llama.rows[*].step` must be non-negative "
+                     f"and increasing; got {steps[:5]}")
   gaps = sorted({b - a for a, b in zip(steps, steps[1:])})
   last = steps[-1]
   return claim.row_of(

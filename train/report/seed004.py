@@ -138,11 +138,12 @@ def thesis_verdict(numbers) -> Verdict:
   pair the thesis orders, Model 8 < Model 7 < Models 1-6 at equal steps,
   clear of the evaluation noise, every model beyond the unigram)."""
   row = thesis_stats.ordering_row(numbers)
-  word = {claim.REPRODUCED: SMALLER, DISAGREES: DISAGREES}.get(row.verdict,
-                                                               CANNOT)
+  word = {claim.REPRODUCED: SMALLER, claim.CONSISTENT: SMALLER,
+          DISAGREES: DISAGREES}.get(row.verdict, CANNOT)
   tail = f"; {row.why}" if row.why else ""
   unc = f" ({row.uncertainty})" if row.uncertainty != "-" else ""
-  return Verdict(word, f"{row.ours}{unc}{tail}.", PAPER_THESIS)
+  return Verdict(word, f"{row.ours}{unc}{tail}.", PAPER_THESIS,
+                 extent="in direction" * (row.verdict == claim.CONSISTENT))
 
 
 CLAIMS = (

@@ -83,6 +83,13 @@ def deviations(p: dict) -> tuple[str, ...]:
           f"{p['seeds']} seed per model: training noise unmeasured")
 
 
+# Fig. 5.1 is the thesis's ordering at the end of its 20,000 steps: at under
+# this share of them (inferred: the thesis draws the curves, not when the
+# order settles) an ordering on the paper's side is consistent in
+# direction, not the thesis's end-of-training claim.
+SHARE_OF_THESIS = 0.5
+
+
 def sample(p: dict) -> str:
   return (f"{len(p['names'])} models, {p['seeds']} seed, "
           f"{len(p['unigram'])} validation windows, {p['steps']:.0f} steps "
@@ -118,7 +125,9 @@ def _not_learned(p: dict, bad: list[str], means, uni) -> claim.Row:
 
 def ordering_row(s) -> claim.Row:
   """Fig. 5.1: every pair the thesis orders, lower group first, has a
-  positive margin (the other's loss minus its) clear of the noise."""
+  positive margin (the other's loss minus its) clear of the noise; at
+  under SHARE_OF_THESIS of the thesis's steps that is consistent in
+  direction (the thesis orders the models at the end of training)."""
   p = parsed(s)
   means, uni = window_means(p["losses"], p["unigram"])
   names = [n for n in p["names"] if n in GROUP]
@@ -147,11 +156,22 @@ def ordering_row(s) -> claim.Row:
   ours = (f"validation loss, lowest first: {_fmt_losses(p, names)}; "
           f"unigram {np.mean(p['unigram']):.3f}; smallest margin "
           f"{b} - {a} = {gap:+.3f}")
+  share = p["steps"] / p["thesis_steps"]
+  if verdict == claim.REPRODUCED and share < SHARE_OF_THESIS:
+    verdict = claim.CONSISTENT
   why = {claim.DISAGREES: f"{b} - {a} below 0 clear of the evaluation "
                           "noise (one seed: seeds would confirm)",
          claim.TOO_SMALL: f"the margin {b} - {a} straddles 0 under the "
                           "evaluation noise; more validation windows and "
-                          "seeds would decide"}.get(verdict, "")
+                          "seeds would decide",
+         claim.CONSISTENT: f"every pair ordered as Fig. 5.1, clear of the "
+                           f"evaluation noise, but at {p['steps']:.0f} of "
+                           f"the thesis's {p['thesis_steps']:,.0f} steps "
+                           f"({100 * share:.2g} %, under the "
+                           f"{100 * SHARE_OF_THESIS:.0f} % taken, as "
+                           "inferred, for the thesis's end-of-training "
+                           "ordering): runs of at least that share would "
+                           "decide"}.get(verdict, "")
   return claim.Row(verdict, ours, stat, sample(p), claim.bracket(
       lo, hi, "+.3f", f"{100 * LEVEL:.0f} % paired bootstrap over the "
       f"windows (evaluation noise only; {p['seeds']} seed, so training noise "
@@ -230,6 +250,9 @@ def params_row(s) -> claim.Row:
   ours = {n: rounded_like(int(claim.num(counts, n)), TABLE_4_1[n])
           for n in names}
   off = [n for n in names if ours[n] != TABLE_4_1[n]]
+  # The configs' undisclosed details were inferred from these counts, so a
+  # match is by construction: a consistency check of that inference (a
+  # mismatch still disagrees: the configs do not give Table 4.1's counts).
   text = ", ".join(f"{n} {int(counts[n]):,} ({ours[n]})" for n in names)
   return claim.Row(
       claim.DISAGREES if off else claim.REPRODUCED,
@@ -243,4 +266,4 @@ def params_row(s) -> claim.Row:
       ("details the thesis does not state (block size 128, q/k/v without "
        "bias, an untied head with bias) were inferred from these counts "
        "(configs/base.py): the match checks that inference",
-       "vocabulary: GPT-Neo's 50257, as the thesis"))
+       "vocabulary: GPT-Neo's 50257, as the thesis"), can_disagree=False)
