@@ -146,20 +146,6 @@ def on(paper: str, where: str, says: str, section: str,
                can_disagree)
 
 
-def on_every_subject(paper: str, where: str, says: str, key: str,
-                     read: Callable[[str, dict], Row],
-                     can_disagree: bool = True) -> Claim:
-  """A claim read on the probe model (section `encoding`) and on every
-  real LLM (section `real_llm`): one row per subject, read(name,
-  numbers[key]) with the subject's name filled in."""
-  def rows(sections, config):
-    del config
-    return [read(name, numbers)._replace(subject=name)
-            for name, numbers in probe_and_real(sections, key)]
-  return Claim(paper, where, says, ("encoding", "real_llm"), rows,
-               can_disagree)
-
-
 class Unread(Exception):
   """A number a claim decides on is null (how results.json writes NaN),
   NaN or not finite, or a list it reads is empty: the row is 'not run',
