@@ -165,7 +165,8 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # stories, byte-level).
   c.training.source = at("", "shakespeare", "shakespeare")
   c.training.path = ""  # tinystories: the folder of its .txt files.
-  c.training.batch = at(0, 8, 64)  # Sequences of 128 (0: config's).
+  # Sequences of 128 per step (0: config's; quick: 4, for its 20 min).
+  c.training.batch = at(0, 4, 64, full=8)
   c.training.lr = at(0.0, 1e-3, 0.0, full=1e-3)  # Peak lr (0: config's).
   c.training.stories = at(3, 5, 5)  # Held-out stories completed.
   c.training.tokens = at((10,), (10, 20), (10, 20))  # Completion lengths.
@@ -202,13 +203,14 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # two, which each tokenizer encodes in a fraction of the time).
   c.real_llm.text = at("shakespeare:hamlet*", "", "")
   c.real_llm.ood_text = "python_docs"  # Out-of-domain, modern prose.
-  c.real_llm.windows = at(2, 16, 64)  # Windows probed per model.
+  # Windows probed per model (quick: 8, for its 20 min budget).
+  c.real_llm.windows = at(2, 8, 64, full=16)
   c.real_llm.window = at(64, 1024, 1024)  # Tokens per window.
   c.real_llm.ood_windows = at(1, 2, 8)  # Out-of-domain windows.
   c.real_llm.edit_tokens = at(2, 4, 10)  # Tokens edited (Algorithm 1).
-  c.real_llm.edit_positions = at(64, 1024, 2048)  # Per edit set.
-  c.real_llm.prune_positions = at(64, 512, 2048)  # Fig. 6 positions.
-  c.real_llm.cumulative_positions = at(64, 512, 2048)  # App. A positions.
+  c.real_llm.edit_positions = at(64, 512, 2048, full=1024)  # Per edit set.
+  c.real_llm.prune_positions = at(64, 256, 2048, full=512)  # Fig. 6.
+  c.real_llm.cumulative_positions = at(64, 256, 2048, full=512)  # App. A.
   c.real_llm.natural_positions = at(32, 256, 512)  # App. D targets.
   c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.
   c.real_llm.new_tokens = at(4, 16, 24)  # Its continuation length.
@@ -237,7 +239,8 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # validation loss is flat: lowrank.flatness, its fitted fall over the
   # last quarter of the stable phase under `flat` with its 95 % interval);
   # every D's.
-  c.lowrank.steps = at(20, 300, 20000, full=600)
+  # Quick: 150 (its 20 min budget; the row then reads "still falling").
+  c.lowrank.steps = at(20, 150, 20000, full=600)
   c.lowrank.doublings = at(0, 0, 0, full=1)
   c.lowrank.flat = 0.01
   c.lowrank.plays = at("hamlet*", "hamlet*", "", full="")  # CPU corpus.

@@ -42,6 +42,12 @@ class LowRankDTest(absltest.TestCase):
     self.assertIn(f"sqrt(1 - D/V) = {counted:.4f}",
                   gradient.destroyed_reading(out))
     self.assertEqual(out["D"], RANK)
+    # App. D's cosine per text window (8 windows of 16 positions): their
+    # mean is the mean over positions, each the window's own positions'.
+    cos_8x16 = np.asarray(self.pass_.cos, np.float64).reshape(8, 16)
+    np.testing.assert_allclose(out["cosine_windows"], cos_8x16.mean(1))
+    self.assertAlmostEqual(np.mean(out["cosine_windows"]),
+                           out["mean_cosine"], places=5)
 
   def test_encoding_probe_and_subject_say_the_heads_rank(self):
     out, _ = encoding.encoding_probe(self.subject, self.pass_)

@@ -83,6 +83,9 @@ def gradient_probe(subject, pass_: Pass, profile_tokens: int = 512,
                               1.0))
   out = {"norm_ratio": float(np.sqrt(lost_sq)), "squared_ratio": lost_sq,
          "mean_cosine": s["cos_sum"] / n, "tokens": n, "V": v, "D": d,
+         # App. D's cosine per text window (its spread: the rows' interval).
+         "cosine_windows": np.asarray(pass_.cos, np.float64).reshape(
+             pass_.x.shape[0], -1).mean(axis=1).tolist(),
          "D_over_V": d / v,
          "random_direction_ratio": float(np.sqrt(1.0 - d / v)),
          "per_token_quantiles": {

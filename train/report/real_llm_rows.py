@@ -304,9 +304,9 @@ def cosine_d_row(name, g, m) -> Row:
     return Row(TOO_SMALL, ours + f" ({'inside' if inside else 'outside'} "
                f"{lo_p}-{hi_p})", stat, n, "none: the section saved no "
                "per-window cosines", why=(
-                   "no interval: the real-LLM pass keeps the mean cosine "
-                   "only; per-window cosines (as seed 002's section saves, "
-                   "seed002.window_cosines) would decide"), deviations=dev)
+                   "no interval: this report saved the mean cosine only; "
+                   "a re-run (train.probes.gradient now saves "
+                   "`cosine_windows`) would decide"), deviations=dev)
   row = seed002.cosine_row(g)
   why = row.why and ("the interval straddles an edge of the band: more "
                      "windows (real_llm.windows) would decide")

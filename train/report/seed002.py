@@ -43,13 +43,6 @@ def _subjects(config, outdir):
   return out
 
 
-def window_cosines(pass_) -> list[float]:
-  """App. D's mean cos(g, P_W g) per text window of a Pass (its spread over
-  windows is the row's uncertainty)."""
-  return np.asarray(pass_.cos, np.float64).reshape(
-      pass_.x.shape[0], -1).mean(axis=1).tolist()
-
-
 def batch_efficiency(subject, pass_, batch: int = FIG8_BATCH,
                      fraction: float = FIG8_FRACTION) -> dict:
   """Fig. 8 per batch of `batch` tokens of a Pass (a quarter of its tokens
@@ -78,8 +71,7 @@ def gradient_bottleneck(config, outdir: str) -> Section:
     pass_ = text_pass(subject, "", c.windows, config.seed, gradient_sums=True)
     out, figures = gradient.gradient_probe(subject, pass_,
                                            rank_tokens=c.rank_tokens)
-    out.update(cosine_windows=window_cosines(pass_),
-               efficiency_batches=batch_efficiency(subject, pass_))
+    out.update(efficiency_batches=batch_efficiency(subject, pass_))
     numbers[subject.name] = out
     rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
                  "D": out["D"], "D_over_V": out["D_over_V"],
