@@ -47,6 +47,9 @@ def get_config() -> config_dict.ConfigDict:
   c.data.cache_dir = ""  # Token shards ('' = $BOTTLENECK_CACHE or ~/.cache).
   c.data.synthetic_stories = 4000  # Stories generated (synthetic_stories).
   c.data.spamlang_vocab = 1024  # V of SpamLang (source=spamlang).
+  # SpamLang's first prediction: 'repeat' (a copy, loss floor 0) or
+  # 'fresh_first' (a draw after a start token, counted: floor ln(V-1)/T).
+  c.data.spamlang_variant = "repeat"
   c.data.seed = 0  # Seed of the synthetic corpora.
 
   c.train = config_dict.ConfigDict()

@@ -54,7 +54,7 @@ class ParseArgTest(parameterized.TestCase):
     # `full` is quick's where a field does not set its own.
     self.assertEqual(full.figure5.N, quick.figure5.N)
     self.assertEqual((quick.spamlang.vocabs[-1], full.spamlang.vocabs[-1]),
-                     (4096, 65536))
+                     (4096, 16384))
     self.assertEqual((quick.figure3.N_fixed, full.figure3.N_fixed),
                      (2000, 32000))
     self.assertEqual((quick.figure1.batch, paper.figure1.batch), (32, 64))

@@ -133,6 +133,40 @@ def _spam_rows(low_losses, full_acc=0.99, low_acc=0.2,
   return rows
 
 
+def _arm_rows(full_losses, seeds=(0, 1), vocabs=(256, 4096), tied=None,
+              arm="", b2=0.999, variant="repeat"):
+  """Rows in the sweep's own format (settings on every row): the full-rank
+  head's final loss per V (one per seed: `full_losses[v][seed]`), and a
+  tied head's where `tied` gives its losses likewise."""
+  rows = []
+  for v, losses in zip(vocabs, full_losses):
+    for seed, loss in zip(seeds, losses):
+      common = {"V": v, "seed": seed, "steps": 250, "lr": 3e-3, "b2": b2,
+                "sequences": 256, "variant": variant, "floor": 0.0,
+                "arm": arm, "D": 128, "full_rank": True, "accuracy": 0.99}
+      rows.append(dict(common, tied=False, final_val_loss=loss))
+  for v, losses in zip(vocabs, tied or ()):
+    for seed, loss in zip(seeds, losses):
+      rows.append(dict(rows[0], V=v, seed=seed, tied=True, arm="tied",
+                       final_val_loss=loss))
+  return rows
+
+
+def effect(rows, verdict, note):
+  return Case("002", EFFECT, {"spamlang": {"rows": rows}}, CFG,
+              {"": verdict}, note)
+
+
+def tied(rows, verdict, note):
+  return Case("002", TIED, {"spamlang": {"rows": rows}}, CFG,
+              {"": verdict}, note)
+
+
+ORDER = "Fig. 1 (§3.1) ordering"
+EFFECT = "§1 contributions / Fig. 14"
+TIED = "Fig. 14 caption (tied)"
+
+
 def spam(rows, verdict, note, b2_rows=()):
   return Case("002", "Fig. 14 (§3.2)",
               {"spamlang": {"rows": rows, "b2_rows": list(b2_rows)}}, CFG,
@@ -219,6 +253,36 @@ CASES = [
     spam(_spam_rows([0.02, 0.03], low_acc=0.99), T, "low ranks keep up, "
          "but the control at Table 3's beta2 straddles 0.95",
          b2_rows=[dict(_spam_rows([0])[0], b2=0.95, accuracy=0.95)]),
+    spam(_spam_rows([0.01, 3.7]) + [dict(_spam_rows([0])[0], b2=0.95,
+                                         accuracy=0.871, arm="b2=0.95")],
+         T, "Table 3's beta2 as an arm of the sweep: the same reading"),
+    Case("002", ORDER, _lowrank_rows(low_final=5.2, noise=0.002), CFG,
+         {"": R}, "D = 8 0.2 nats above D = 256 on both seeds"),
+    Case("002", ORDER, _lowrank_rows(low_final=4.8, noise=0.002), CFG,
+         {"": D}, "D = 8 0.2 nats below D = 256 on both seeds"),
+    Case("002", ORDER, _lowrank_rows(low_final=4.86, noise=0.002), CFG,
+         {"": T}, "a gap inside the evaluation noise (D = 256 ends 4.85)"),
+    Case("002", ORDER, _lowrank_rows(low_final=5.0, noise=0.002,
+                                     top_end=(5.0, 5.3)), CFG,
+         {"": T}, "seeds on both sides of 0 (4.85 and 5.14)"),
+    effect(_arm_rows([[0.05, 0.06], [0.9, 1.1]]), claim.REPRODUCED,
+           "the width-W head's loss rises by > 0.1 on both seeds"),
+    effect(_arm_rows([[0.05, 0.06], [0.07, 0.05]]), D,
+           "flat on both seeds"),
+    effect(_arm_rows([[0.05, 0.06], [0.9, 0.08]]), T, "seeds disagree"),
+    effect(_arm_rows([[0.05], [0.9]], seeds=(0,)), T, "one seed"),
+    effect([dict(r, floor=math.log(r["V"] - 1) / 4) for r in _arm_rows(
+        [[1.40, 1.39], [2.09, 2.10]], variant="fresh_first")], D,
+           "fresh_first: the raw loss rises with its floor ln(V - 1) / 4, "
+           "the excess over it does not"),
+    tied(_arm_rows([[0.05, 0.06], [0.5, 0.6]], tied=[[0.06, 0.071],
+                                                     [0.51, 0.612]]),
+         claim.REPRODUCED, "tied within 0.02 of untied at every V"),
+    tied(_arm_rows([[0.05, 0.06], [0.5, 0.6]], tied=[[0.55, 0.58],
+                                                     [0.5, 0.6]]),
+         D, "tied 0.5 nats worse at V = 256"),
+    tied(_arm_rows([[0.05], [0.5]], seeds=(0,), tied=[[0.06], [0.51]]),
+         T, "one seed: no interval"),
 ]
 
 

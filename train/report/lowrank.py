@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from configs import lowrank as lowrank_config
-from train.report import claim
+from train.report import claim, lowrank_order
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, SMALLER,
                                 TOO_SMALL, Row, Verdict, markdown)
 from train.report.lowrank_speed import (Z95, against_budget,
@@ -214,12 +214,25 @@ def section(config, outdir: str) -> Section:
       "those steps (WSD schedule, as Table 4), evaluated every twelfth of "
       "the run, through that quarter and at "
       f"{', '.join(f'1/{k}' for k in EARLY_EVALS)} of it, "
-      "where the paper's x16 crossing would lie.", table(table_rows),
+      "where the paper's x16 crossing would lie.",
+      _order_said(rows), table(table_rows),
       figure(curves_figure(rows), outdir, "lowrank_curves.png",
              "Validation loss against training tokens, one line per head "
              "rank D and seed (one backbone).")])
   return Section("Seed 002 Fig. 1: low-rank LM heads (D sweep)", body,
                  {"rows": rows})
+
+
+def _order_said(rows) -> str:
+  """§3.1's ordering: every D against its neighbour (lowrank_order)."""
+  try:
+    row = lowrank_order.order_row(rows)
+  except claim.Unread as e:
+    return f"**Every D against its neighbour**: not read ({e})."
+  why = f" ({row.why})" if row.why else ""
+  return (f"**Every D against its neighbour** (§3.1's 'consistent and "
+          f"non-negligible gaps'): {row.verdict}{why}; {row.ours}; "
+          f"{row.uncertainty}.")
 
 
 PAPER_LOWRANK = ("seed 002 Fig. 1: with one backbone, a head of rank D = "
@@ -379,4 +392,7 @@ def read_claim(s, cfg):
 CLAIMS = (
     claim.on("002", "Fig. 1 (§3.1)", "D = 4096 reaches D = 32's final loss "
              "in 16x fewer tokens", "lowrank", read_claim),
+    claim.on("002", "Fig. 1 (§3.1) ordering", "every D's loss separated "
+             "from the next by consistent and non-negligible gaps",
+             "lowrank", lowrank_order.read),
 )

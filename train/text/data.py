@@ -14,8 +14,10 @@ Sources (`data.source`):
   synthetic_stories  generated stories over a Zipfian vocabulary
                      (train/text/stories.py; needs nothing from outside;
                      the tests' and the default's).
-  spamlang           seed 002's synthetic language: each sequence repeats
-                     its first token, drawn uniformly from V tokens.
+  spamlang           seed 002's synthetic language (definition inferred):
+                     each sequence repeats one token drawn uniformly;
+                     `data.spamlang_variant` says whether its first
+                     prediction is free ('repeat') or counted ('fresh_first').
   shards             a folder `python -m train.prepare` wrote from .txt /
                      .jsonl / .parquet files (train/text/prepare.py; its
                      tokenizer must be the run's).
@@ -34,6 +36,7 @@ import functools
 import glob
 import hashlib
 import json
+import math
 import os
 import sys
 
@@ -299,14 +302,44 @@ class WindowLoader:
     return windows[:, :-1], windows[:, 1:]
 
 
+SPAMLANG_VARIANTS = ("repeat", "fresh_first")
+
+
+def spamlang_floor(vocab: int, seq_len: int, variant: str) -> float:
+  """The mean cross-entropy of the best predictor of SpamLang (nats per
+  position): 0 for 'repeat' (every target equals the input before it);
+  ln(V - 1) / T for 'fresh_first' (position 0 sees only the start token, so
+  its target, uniform over V - 1 tokens, is a guess; the other T - 1 are
+  copies)."""
+  if variant == "repeat":
+    return 0.0
+  return math.log(vocab - 1) / seq_len
+
+
 class SpamLangLoader:
-  """Seed 002's SpamLang: row i of step s repeats token ~ U(V) from rng(s)."""
+  """Seed 002's SpamLang (its defining section is missing from our copy;
+  configs/spamlang.py says what is inferred). Row i of step s holds one
+  token t ~ rng(seed, s), repeated:
+
+    'repeat'       t ~ U{0..V-1}; x = [t] * T, y = [t] * T: the first
+                   prediction copies x[0] (loss floor 0);
+    'fresh_first'  t ~ U{1..V-1}; x = [0, t, ..., t], y = [t] * T: token 0
+                   starts every sequence, so the first prediction is a draw
+                   counted in the loss (floor ln(V - 1) / T,
+                   `spamlang_floor`).
+  """
 
   def __init__(self, vocab: int, seq_len: int, global_batch: int, seed: int,
-               process_index: int = 0, process_count: int = 1):
-    if vocab < 2:
-      raise ValueError(f"`data.spamlang_vocab` must be >= 2; got {vocab}.")
-    self.vocab, self.seq_len = vocab, seq_len
+               process_index: int = 0, process_count: int = 1,
+               variant: str = "repeat"):
+    if vocab < 2 or (variant == "fresh_first" and vocab < 3):
+      raise ValueError(f"`data.spamlang_vocab` must be >= "
+                       f"{3 if variant == 'fresh_first' else 2} (variant "
+                       f"{variant!r}); got {vocab}.")
+    if variant not in SPAMLANG_VARIANTS:
+      raise ValueError(f"`data.spamlang_variant` must be one of "
+                       f"{SPAMLANG_VARIANTS}; got {variant!r}.")
+    self.vocab, self.seq_len, self.variant = vocab, seq_len, variant
     self.global_batch, self.seed = global_batch, seed
     local = global_batch // process_count
     self.rows = slice(process_index * local, (process_index + 1) * local)
@@ -315,9 +348,13 @@ class SpamLangLoader:
     return {"step": step}
 
   def batch(self, step: int):
-    first = np.random.default_rng([self.seed, step]).integers(
-        self.vocab, size=self.global_batch)[self.rows]
+    rng = np.random.default_rng([self.seed, step])
+    fresh = self.variant == "fresh_first"
+    first = rng.integers(int(fresh), self.vocab,
+                         size=self.global_batch)[self.rows]
     seq = np.repeat(first[:, None], self.seq_len + 1, axis=1).astype(np.int32)
+    if fresh:
+      seq[:, 0] = 0
     return seq[:, :-1], seq[:, 1:]
 
 
@@ -325,8 +362,9 @@ def make_loaders(cfg, process_index: int = 0, process_count: int = 1):
   """(train loader, val loader, tokenizer or None) for a full config."""
   d, b, t = cfg.data, cfg.train.batch_size, cfg.model.block_size
   if d.source == "spamlang":
-    mk = lambda seed: SpamLangLoader(d.spamlang_vocab, t, b, seed,
-                                     process_index, process_count)
+    mk = lambda seed: SpamLangLoader(
+        d.spamlang_vocab, t, b, seed, process_index, process_count,
+        d.get("spamlang_variant", "repeat"))
     return mk(cfg.seed), mk(cfg.seed + 10**6), None
   tok = tokenizer_for(d)
   if 0 < cfg.model.vocab_size < tok.vocab_size:  # 0: the model's own V

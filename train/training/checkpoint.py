@@ -34,7 +34,8 @@ from train.training import integrity
 # change): the model, and everything that changes the token stream.
 COMPATIBLE_KEYS = ("model", "data.source", "data.tokenizer", "data.path",
                    "data.seed", "data.synthetic_stories", "data.val_fraction",
-                   "data.spamlang_vocab", "train.batch_size", "seed")
+                   "data.spamlang_vocab", "data.spamlang_variant",
+                   "train.batch_size", "seed")
 LOCK = "trainer.lock"
 
 
@@ -127,6 +128,8 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
   if isinstance(saved.get("model"), dict):
     # A field a run predates had its default's behaviour.
     saved["model"] = {**build.DEFAULTS, **saved["model"]}
+  if isinstance(saved.get("data"), dict):  # Likewise SpamLang's variant.
+    saved["data"] = {"spamlang_variant": "repeat", **saved["data"]}
   for key in COMPATIBLE_KEYS:
     diff = first_difference(_get(saved, key), _get(config_dict, key), key)
     if diff:
