@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from configs import common, spamlang as spamlang_config
-from train.report import claim, spamlang_rows
+from train.report import claim, spamlang_effects, spamlang_rows
 from train.report.claim import markdown
 from train.report.section import Section, figure, table
 from train.report.spamlang_rows import (HELD_OUT, TABLE3_B2, assess,
@@ -138,7 +138,7 @@ def section(config, outdir: str) -> Section:
       markdown(verdict(base, c.learned, b2_rows=b2_rows)),
       "**Which settings make the task harder as V grows** (each head's "
       "loss above its variant's floor, at the learning rate best at the "
-      "largest V): " + spamlang_rows.effects_said(spamlang_rows.effects(
+      "largest V): " + spamlang_effects.effects_said(spamlang_effects.effects(
           rows)),
       "SpamLang: every sequence repeats one token drawn uniformly from V; "
       "**the definition is inferred** (the section of seed 002 that "
@@ -173,13 +173,13 @@ def figure14(rows):
   """Fig. 14's own plot: final loss against V, one line per learning rate
   (and per arm), a panel per head."""
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  heads = sorted({spamlang_rows.head_name(r) for r in rows})
+  heads = sorted({spamlang_effects.head_name(r) for r in rows})
   fig, axes = plt.subplots(1, len(heads), figsize=(4 * len(heads), 3.2),
                            squeeze=False)
   for ax, head in zip(axes[0], heads):
-    rs = [r for r in rows if spamlang_rows.head_name(r) == head]
-    for arm, lr in sorted({(spamlang_rows.label(r), r["lr"]) for r in rs}):
-      line = [r for r in rs if spamlang_rows.label(r) == arm and
+    rs = [r for r in rows if spamlang_effects.head_name(r) == head]
+    for arm, lr in sorted({(spamlang_effects.label(r), r["lr"]) for r in rs}):
+      line = [r for r in rs if spamlang_effects.label(r) == arm and
               r["lr"] == lr]
       vocabs = sorted({r["V"] for r in line})
       mean = lambda key, v: np.mean([r[key] for r in line if r["V"] == v])

@@ -1,10 +1,10 @@
-"""Seed 002 §3.2 / Fig. 14's ledger rows, from the SpamLang section's saved
-rows (train/report/spamlang.py runs them): the project's reading (a low
-rank's loss rises with V while the full-rank control learns: `assess`),
-which settings make the task harder as V grows (`effects`, each setting
-against its own loss floor), and Fig. 14's caption on tied against untied
-heads (`tied_row`). Every row dict carries its settings: V, D, full_rank,
-tied, variant, seed, steps, lr, b2, arm, final_val_loss, floor, accuracy.
+"""Seed 002 §3.2 / Fig. 14's main ledger row, from the SpamLang section's
+saved rows (train/report/spamlang.py runs them): the project's reading, a
+low rank's loss rising with V while the full-rank control learns
+(`assess`); spamlang_effects.py reads which settings make the task harder
+as V grows and Fig. 14's caption on tied against untied heads. Every row
+dict carries its settings: V, D, full_rank, tied, variant, seed, steps,
+lr, b2, arm, final_val_loss, floor, accuracy.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import stats
-from train.report import claim, intervals
+from train.report import claim, spamlang_effects
+from train.report.spamlang_effects import TABLE3_B2, label
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, REPRODUCED,
                                 SMALLER, TOO_SMALL, Row, Verdict)
 
 HELD_OUT = 256  # Held-out sequences the accuracy reads.
-TABLE3_B2 = 0.95  # Table 3's Adam beta2 (the CPU model's config: 0.999).
-GAP = 0.1  # Nats: "rises with V" / "a strong effect" (our reading).
 
 
 PAPER_SPAMLANG = ("seed 002 Fig. 14: on SpamLang, whose next token any rank "
@@ -215,11 +214,6 @@ def verdict(rows, learned: float = 0.95, gap: float = 0.1,
 
 
 
-def label(r) -> str:
-  """A row's arm as the section names it ('base' for the lr-swept one)."""
-  return r.get("arm") or "base"
-
-
 def split(rows) -> tuple[list[dict], list[dict]]:
   """(the base arm's rows, `assess` reads them; the full-rank untied
   control of every arm that differs from the base only in Table 3's
@@ -231,203 +225,6 @@ def split(rows) -> tuple[list[dict], list[dict]]:
              and r["b2"] == TABLE3_B2 and any(
                  x["b2"] != TABLE3_B2 for x in base)]
   return base, b2_rows
-
-
-def head_name(r) -> str:
-  if r.get("tied"):
-    return "tied (full rank)"
-  return "full rank" if r["full_rank"] else f"D = {r['D']}"
-
-
-def _excess(rs) -> dict:
-  """{seed: final loss - the variant's floor} of one head's runs at one V
-  and lr (a seed's several step counts: its longest)."""
-  out = {}
-  for r in sorted(rs, key=lambda r: r["steps"]):
-    out[r["seed"]] = r["final_val_loss"] - r.get("floor", 0.0)
-  return out
-
-
-def effects(rows, gap: float = GAP) -> list[dict]:
-  """Per (arm, head): the loss above the variant's floor at each V (seeds
-  averaged) at the learning rate whose largest-V excess is lowest, its
-  rise from the smallest to the largest V, each seed's rise, and whether
-  the task gets harder as V grows there: every seed's rise > `gap` nats
-  ('harder'), every seed's <= `gap` ('not harder'), else 'mixed'."""
-  out = []
-  keys = sorted({(label(r), head_name(r)) for r in rows})
-  for arm, head in keys:
-    rs = [r for r in rows if label(r) == arm and head_name(r) == head]
-    vocabs = sorted({r["V"] for r in rs})
-    if len(vocabs) < 2:
-      continue
-    best = None
-    for lr in sorted({r["lr"] for r in rs}):
-      per_v = {v: _excess([r for r in rs if r["V"] == v and r["lr"] == lr])
-               for v in vocabs}
-      if not all(per_v.values()):
-        continue
-      top = float(np.mean(list(per_v[vocabs[-1]].values())))
-      if best is None or top < best[0]:
-        best = (top, lr, per_v)
-    if best is None:
-      continue
-    _, lr, per_v = best
-    seeds = sorted(set(per_v[vocabs[0]]) & set(per_v[vocabs[-1]]))
-    rises = [per_v[vocabs[-1]][s] - per_v[vocabs[0]][s] for s in seeds]
-    word = ("harder" if all(x > gap for x in rises) else
-            "not harder" if all(x <= gap for x in rises) else "mixed")
-    r0 = rs[0]
-    out.append({"arm": arm, "head": head, "lr": lr, "b2": r0["b2"],
-                "variant": r0.get("variant", "repeat"), "vocabs": vocabs,
-                "excess": [float(np.mean(list(per_v[v].values())))
-                           for v in vocabs],
-                "seed_rises": rises, "effect": word})
-  return out
-
-
-def effects_said(effs, gap: float = GAP) -> str:
-  """The computed sentence: which settings make SpamLang harder as V
-  grows, and whether Adam's beta2 alone decides it for a head."""
-  if not effs:
-    return "No setting ran at two or more V: nothing to say on V."
-  said = lambda e: (f"{e['head']} in arm {e['arm']} (variant "
-                    f"{e['variant']}, beta2 {e['b2']:g}, lr {e['lr']:g}: "
-                    f"{e['excess'][0]:+.3f} -> {e['excess'][-1]:+.3f} nats "
-                    "above the floor)")
-  parts = []
-  for word in ("harder", "not harder", "mixed"):
-    hit = [said(e) for e in effs if e["effect"] == word]
-    if hit:
-      parts.append({"harder": f"Harder as V grows (every seed's rise > "
-                               f"{gap} nats): ",
-                    "not harder": f"Not harder (every seed's rise <= {gap}):"
-                                  " ",
-                    "mixed": "Seeds disagree: "}[word] + "; ".join(hit) + ".")
-  by_head = {}
-  for e in effs:
-    by_head.setdefault((e["head"], e["variant"]), []).append(e)
-  for (head, variant), es in sorted(by_head.items()):
-    b2s = {e["b2"]: e["effect"] for e in es}
-    words = set(b2s.values()) - {"mixed"}
-    if len(b2s) > 1 and len(words) > 1 and all(
-        e["arm"] in ("base", f"b2={e['b2']:g}") for e in es):
-      parts.append(f"**Adam's beta2 alone decides** whether the {head} "
-                   f"head's task gets harder with V (variant {variant}): " +
-                   ", ".join(f"beta2 {b:g}: {w}" for b, w in sorted(
-                       b2s.items())) + ".")
-  return " ".join(parts)
-
-
-PAPER_TIED = ("seed 002 Fig. 14's caption: tied and untied heads, 'no strong "
-              "effect from this hyper-parameter choice'")
-
-
-def tied_row(rows, gap: float = GAP) -> Row:
-  """Fig. 14's caption: per V, the tied head's final loss minus the untied
-  full-rank head's (each at its best learning rate, seed by seed at that
-  rate), a Student's t interval over seeds; 'no strong effect' read as
-  |difference| <= `gap` nats (our threshold: the caption gives none).
-  Every V's interval inside +-gap: reproduced; some V's clear of it:
-  disagrees; else too small to speak."""
-  pick = lambda tied: [r for r in rows if bool(r.get("tied")) == tied and
-                       r["full_rank"] and label(r) in ("base", "tied")]
-  tied, untied = pick(True), pick(False)
-  if not tied or not untied:
-    raise claim.Unread("no tied and untied full-rank runs to compare")
-  vocabs = sorted({r["V"] for r in tied} & {r["V"] for r in untied})
-  if not vocabs:
-    raise claim.Unread("the tied and untied runs share no V")
-
-  def at_best(rs, v):
-    lrs = {}
-    for r in rs:
-      if r["V"] == v:
-        lrs.setdefault(r["lr"], {})[r["seed"]] = r["final_val_loss"]
-    lr = min(lrs, key=lambda k: np.mean(list(lrs[k].values())))
-    return lr, lrs[lr]
-
-  parts, sides = [], []
-  for v in vocabs:
-    (lr_t, t), (lr_u, u) = at_best(tied, v), at_best(untied, v)
-    diffs = [t[s] - u[s] for s in sorted(set(t) & set(u))]
-    if len(diffs) >= 2:
-      mean, lo, hi = intervals.t_interval(diffs)
-      inside, outside = -gap <= lo and hi <= gap, hi < -gap or lo > gap
-      sides.append(REPRODUCED if inside else DISAGREES if outside
-                   else TOO_SMALL)
-      parts.append(f"V = {v}: {mean:+.3f} ({lo:+.3f} .. {hi:+.3f}; lr "
-                   f"{lr_t:g} tied, {lr_u:g} untied)")
-    else:
-      sides.append(TOO_SMALL)
-      parts.append(f"V = {v}: {np.mean(diffs) if diffs else float('nan'):+.3f}"
-                   " (one seed: no interval)")
-  seeds = len({r["seed"] for r in tied})
-  ours = "tied minus untied final loss: " + "; ".join(parts)
-  stat = (f"per V, the tied head's final loss minus the untied full-rank "
-          f"head's (each at its best lr); 'no strong effect': within +-{gap} "
-          "nats (our threshold)")
-  n = f"{seeds} seed(s) per head; V = {', '.join(map(str, vocabs))}"
-  unc = "95 % t interval over seeds (paired by seed) per V"
-  devs = ("SpamLang's definition inferred (configs/spamlang.py)",
-          "model: 2 llama-like layers of width 128, sequences of 4 (Fig. "
-          "14: hidden size 576, 106M non-embedding parameters)",
-          f"threshold +-{gap} nats inferred: the caption gives no number")
-  word = (DISAGREES if DISAGREES in sides else
-          REPRODUCED if all(x == REPRODUCED for x in sides) else TOO_SMALL)
-  why = "" if word != TOO_SMALL else (
-      "one seed per head, or an interval straddling +-"
-      f"{gap}: more seeds (spamlang.seeds) would decide")
-  return Row(word, ours, stat, n, unc, why=why, deviations=devs)
-
-
-def effects_row(rows, gap: float = GAP) -> Row:
-  """Seed 002's contribution ('a trivial synthetic language ... for which
-  the gradient bottleneck makes it increasingly harder for the model to
-  learn correctly'), on the width-W head of the base arm: its loss above
-  the floor rises with V by > `gap` on every seed (reproduced), by <= gap
-  on every seed (disagrees), else too small to speak; other arms' effects
-  are in `ours`."""
-  effs = effects(rows, gap)
-  base = [e for e in effs if e["arm"] == "base" and e["head"] == "full rank"]
-  if not base:
-    raise claim.Unread("the base arm's full-rank head ran at fewer than two "
-                       "V")
-  e = base[0]
-  seeds = len(e["seed_rises"])
-  ours = effects_said(effs, gap)
-  stat = ("the width-W untied head's final loss above the variant's floor, "
-          f"smallest V against largest (best lr): harder when every seed's "
-          f"rise exceeds {gap} nats")
-  n = f"{seeds} seed(s); V = {e['vocabs'][0]} .. {e['vocabs'][-1]}"
-  unc = ("each seed's rise: " + ", ".join(f"{x:+.3f}" for x in
-                                            e["seed_rises"]))
-  devs = ("SpamLang's definition inferred (configs/spamlang.py); variant "
-          f"{e['variant']}",
-          "model: 2 llama-like layers of width 128, sequences of 4, V up to "
-          f"{e['vocabs'][-1]} (Fig. 14: hidden size 576, 30 layers)",
-          f"Adam beta2 {e['b2']:g} in the base arm (Table 3: {TABLE3_B2})",
-          _steps_said(rows),
-          f"'harder': a rise > {gap} nats (our threshold)")
-  if e["effect"] == "mixed" or seeds < 2:
-    return Row(TOO_SMALL, ours, stat, n, unc, why=(
-        "seeds disagree or one seed: more seeds (spamlang.seeds) would "
-        "decide"), deviations=devs)
-  word = REPRODUCED if e["effect"] == "harder" else DISAGREES
-  return Row(word, ours, stat, n, unc, deviations=devs)
-
-
-def _steps_said(rows) -> str:
-  """The steps each V ran (the paper: 5000 at every V)."""
-  per_v = {}
-  for r in rows:
-    if not r.get("arm") and r["full_rank"]:
-      per_v.setdefault(r["V"], set()).add(r["steps"])
-  said = ", ".join(f"V = {v}: {'/'.join(map(str, sorted(st)))}"
-                   for v, st in sorted(per_v.items()))
-  return (f"steps grow with V ({said}; sequences per token held about "
-          "equal), where Table 3 runs 5000 steps at every V: a fixed "
-          "budget makes large V harder by itself")
 
 
 def _checked(s) -> list[dict]:
@@ -453,9 +250,9 @@ def read_claim(s, cfg):
 
 def read_effects(s, cfg):
   del cfg
-  return effects_row(_checked(s))
+  return spamlang_effects.effects_row(_checked(s))
 
 
 def read_tied(s, cfg):
   del cfg
-  return tied_row(_checked(s))
+  return spamlang_effects.tied_row(_checked(s))
