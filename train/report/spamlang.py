@@ -23,13 +23,11 @@ from configs import common, spamlang as spamlang_config
 from train.report import claim, spamlang_effects, spamlang_rows
 from train.report.claim import markdown
 from train.report.section import Section, figure, table
-from train.report.spamlang_rows import (HELD_OUT, TABLE3_B2, assess,
-                                        read_claim, verdict)
+from train.report.spamlang_rows import HELD_OUT, read_claim, verdict
 from train.report.training_runs import run_dir, short_run
 from train.text import data
 from train.training import trainer
 
-__all__ = ["assess", "read_claim", "verdict", "TABLE3_B2"]
 ARM_KEYS = {"b2": 0.0, "variant": "repeat", "tied": False}  # 0: config's.
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from bottleneck import stats
 from train.report import claim, spamlang_effects
-from train.report.spamlang_effects import TABLE3_B2, label
+from train.report.spamlang_effects import TABLE3_B2
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, REPRODUCED,
                                 SMALLER, TOO_SMALL, Row, Verdict)
 
