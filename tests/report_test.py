@@ -12,6 +12,7 @@ from absl.testing import absltest
 from configs import report as report_config
 from train.report import runner
 from train.report import section as section_lib
+from train.report import thesis_completions
 import tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,6 +71,16 @@ class ReportTest(absltest.TestCase):
     self.assertAlmostEqual(freq[-1]["conv_qkv_0"], 1.0)
     self.assertIsNotNone(freq[-1]["val_loss"])
     self.assertIn("Frequency probe on a llama-like real-text run", md)
+    # Seed 004's completions scored per run and length (issue 78); a
+    # model not below the unigram on the originals is named first.
+    runs = saved["sections"]["training"]["runs"]
+    tokens = list(report_config.get_config("tiny").training.tokens)
+    for r in runs:
+      self.assertEqual([s["tokens"] for s in r["completion_scores"]], tokens)
+    body = md.split("## Seed 004: the thesis's small GPT models\n\n")[1]
+    first = thesis_completions.untrained(runs)
+    self.assertTrue(body.startswith(first or "**"), body[:200])
+    self.assertIn(thesis_completions.table(runs), body)
 
   def test_real_llm_section_compares_two_small_ggufs(self):
     from tests import families_reference  # pylint: disable=g-import-not-at-top

@@ -13,11 +13,17 @@
   seed002          the gradient bottleneck on the probe model
   lowrank          seed 002 Fig. 1: its runs, section, verdict
   lowrank_speed    its statistic: the speed-up per seed, its ends
-  spamlang         seed 002 Fig. 14: its runs, section, verdict
+  lowrank_order    §3.1's ordering: every D against its neighbour
+  spamlang         seed 002 Fig. 14: its arms' runs, section, figures
+  spamlang_rows    its control-based row (`assess`)
+  spamlang_effects which settings make it harder with V; tied vs untied
+  controls         both sweeps' expressivity controls (free_context)
   seed003          probability encoding, editing, removal, frequency
   seed003_rows     seed 003's ledger rows on every subject
   seed004          the thesis models trained briefly, story completions
   thesis_eval      per-window losses, the unigram line, parameter counts
+  thesis_completions  the completions scored against the originals (loss,
+                   the unigram's, exact match, common prefix)
   thesis_stats     the thesis's rows: paired bootstrap, learned-or-not
   real_llm         every probe on real LLMs side by side
   real_llm_rows    their ledger rows (App. A, App. E, Fig. 1, eq. (10))

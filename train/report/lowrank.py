@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from configs import lowrank as lowrank_config
-from train.report import claim, lowrank_order
+from train.report import claim, controls, lowrank_order
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, SMALLER,
                                 TOO_SMALL, Row, Verdict, markdown)
 from train.report.lowrank_speed import (Z95, against_budget,
@@ -186,6 +186,7 @@ def section(config, outdir: str) -> Section:
   """Seed 002 §3.1 / Fig. 1: one backbone, heads of rank D."""
   c = config.lowrank
   rows = sweep(c, outdir)
+  checks = controls.lowrank(rows)
   ranks = sorted({r["D"] for r in rows})
   v = rows[0]["V"]
   table_rows = [{k: r[k] for k in ("D", "seed", "steps", "final_val_loss")}
@@ -215,12 +216,12 @@ def section(config, outdir: str) -> Section:
       "the run, through that quarter and at "
       f"{', '.join(f'1/{k}' for k in EARLY_EVALS)} of it, "
       "where the paper's x16 crossing would lie.",
-      _order_said(rows), table(table_rows),
+      _order_said(rows), controls.lowrank_said(checks), table(table_rows),
       figure(curves_figure(rows), outdir, "lowrank_curves.png",
              "Validation loss against training tokens, one line per head "
              "rank D and seed (one backbone).")])
   return Section("Seed 002 Fig. 1: low-rank LM heads (D sweep)", body,
-                 {"rows": rows})
+                 {"rows": rows, "controls": checks})
 
 
 def _order_said(rows) -> str:

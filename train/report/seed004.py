@@ -1,8 +1,10 @@
 """Report section for seed 004 (the thesis): its small GPT models trained at
 equal token budgets on real text with the GPT-Neo tokenizer, the ordering
 of their validation losses (Fig. 5.1) checked, held-out text completed
-(Tables 5.1 / 5.2); the ledger's rows (train/report/thesis_stats.py):
-Fig. 5.1's ordering, §5.1's "Models 1-6 alike", Table 4.1's counts.
+(Tables 5.1 / 5.2) and the completions scored against the originals
+(train/report/thesis_completions.py: no ledger row, the thesis states no
+number); the ledger's rows (train/report/thesis_stats.py): Fig. 5.1's
+ordering, §5.1's "Models 1-6 alike", Table 4.1's counts.
 
 The runs (`thesis_run`, configs/thesis.py) land in <outdir>/runs/
 (training_runs.run_dir; a finished run resumes instantly, so every section
@@ -18,11 +20,12 @@ import re
 import numpy as np
 
 from configs import thesis
-from train.report import claim, thesis_eval, thesis_stats
+from train.report import claim, thesis_completions, thesis_eval
+from train.report import thesis_stats
 from train.report.claim import CANNOT, DISAGREES, SMALLER, Verdict, markdown
 from train.report.section import Section, figure, table as md_table
 from train.report.training_runs import run_dir, short_run
-from train.training import completions, plots as train_plots
+from train.training import plots as train_plots
 from train.training import runs as run_folders
 from train.training import trainer
 
@@ -80,6 +83,8 @@ def training(config, outdir: str) -> Section:
               for name in c.runs}
   rows = {name: run_folders.metrics(wd) for name, wd in workdirs.items()}
   got = measured(workdirs, c.get("eval_windows", 0))
+  scores, table = thesis_completions.measure(workdirs, c.stories,
+                                             list(c.tokens), config.seed)
   runs = []
   for name, wd in workdirs.items():
     with open(os.path.join(wd, "config.json")) as f:
@@ -92,10 +97,8 @@ def training(config, outdir: str) -> Section:
                  "tokens": c.steps * cfg["train"]["batch_size"] *
                            cfg["model"]["block_size"],
                  "final_val_loss": vals[-1] if vals else None,
-                 "window_losses": got["window_losses"][name]})
-  table = completions.story_table(list(workdirs.values()), c.stories,
-                                  list(c.tokens), seed=config.seed,
-                                  labels=list(workdirs))
+                 "window_losses": got["window_losses"][name],
+                 "completion_scores": scores[name]})
   corpus = (f"{c.source}" + (f" ({c.path})" if c.path else "")
             if c.source else "the configs' own corpus (generated stories, "
             "byte-level)")
@@ -104,9 +107,10 @@ def training(config, outdir: str) -> Section:
              "seeds": [config.seed], "corpus": corpus,
              "param_counts": got["param_counts"],
              "completions_markdown": table}
-  shown = [{k: v for k, v in r.items() if k != "window_losses"}
-           for r in runs]
-  body = "\n\n".join([
+  shown = [{k: v for k, v in r.items()
+            if k not in ("window_losses", "completion_scores")} for r in runs]
+  body = "\n\n".join(filter(None, [
+      thesis_completions.untrained(runs),
       markdown(thesis_verdict(numbers)),
       f"Thesis architectures (Table 4.1: heads / layers / width) trained "
       f"on {corpus} at equal token budgets ({c.steps} steps of "
@@ -122,7 +126,14 @@ def training(config, outdir: str) -> Section:
              "validation (dashed) loss of each thesis model against steps "
              "(equal tokens per step)."),
       "Held-out text split at a random token, completed greedily "
-      "(seed 004, Tables 5.1 / 5.2):", table])
+      "(seed 004, Tables 5.1 / 5.2), and scored against the original "
+      "continuation: each model's mean loss on the original's tokens "
+      "given the prompt (teacher forcing, nats per token), the unigram's "
+      "on the same tokens, the share of positions where the greedy token "
+      "is the original's and the tokens they share from the start (means "
+      f"over {c.stories} stories; the thesis judges its completions by "
+      "eye and states no number to test):",
+      thesis_completions.table(runs), table]))
   return Section("Seed 004: the thesis's small GPT models", body, numbers,
                  ["training_curves.png"])
 

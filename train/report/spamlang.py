@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from configs import common, spamlang as spamlang_config
-from train.report import claim, spamlang_effects, spamlang_rows
+from train.report import claim, controls, spamlang_effects, spamlang_rows
 from train.report.claim import markdown
 from train.report.section import Section, figure, table
 from train.report.spamlang_rows import HELD_OUT, read_claim, verdict
@@ -127,6 +127,7 @@ def section(config, outdir: str) -> Section:
       raise ValueError(f"`spamlang.arms` entry {arm!r}: {e}") from None
   rows = sweep(c, outdir)
   base, b2_rows = spamlang_rows.split(rows)
+  checks = controls.spamlang(rows, lambda *a: run_config(*a, cpu=c.cpu))
   model = ("2 llama-like layers of width 128, sequences of 4, batch 256"
            if c.cpu else "Table 3's SmolLM2-135M architecture, sequences "
            "of 64, batch 128")
@@ -138,6 +139,7 @@ def section(config, outdir: str) -> Section:
       "loss above its variant's floor, at the learning rate best at the "
       "largest V): " + spamlang_effects.effects_said(spamlang_effects.effects(
           rows)),
+      controls.spamlang_said(checks),
       "SpamLang: every sequence repeats one token drawn uniformly from V; "
       "**the definition is inferred** (the section of seed 002 that "
       "defines it is missing from our copy; configs/spamlang.py). Variant "
@@ -164,7 +166,7 @@ def section(config, outdir: str) -> Section:
              "rank D (the largest D is the full-rank head), seeds "
              "averaged.")])
   return Section("Seed 002 Fig. 14: SpamLang vs vocabulary size", body,
-                 {"rows": rows})
+                 {"rows": rows, "controls": checks})
 
 
 def figure14(rows):
@@ -189,7 +191,8 @@ def figure14(rows):
     ax.set_xlabel("vocabulary size V")
     ax.set_title(f"SpamLang: {head}")
     ax.legend(fontsize=6)
-  axes[0][0].set_ylabel("final validation loss (nats)")
+  for ax in axes[0]:
+    ax.set_ylabel("final validation loss (nats)")
   return fig
 
 
