@@ -73,7 +73,7 @@ CASES = [
     *thesis_cases(FIG, {"model1": 6.30, "model7": 6.295}, claim.TOO_SMALL,
                   "margin inside the noise", noise=0.3),
     *thesis_cases(FIG, {"model1": 8.11, "model7": 6.2}, claim.TOO_SMALL,
-                  "model1 above the unigram (quick's 64 steps)"),
+                  "model1 above the unigram (a short run)"),
     *thesis_cases(FIG, {"model1": 6.0, "model3": 6.1}, claim.TOO_SMALL,
                   "no pair the thesis orders"),
     *thesis_cases(ALIKE, FULL_LIKE, claim.REPRODUCED, "spread 0.015"),
