@@ -61,7 +61,8 @@ class SpamLangControlTest(absltest.TestCase):
   def test_a_control_above_the_trained_head_is_said(self):
     c = {"V": 16, "D": 2, "trained_loss": 1.0, "full_rank_loss": 0.1,
          "final_loss": 1.5, "accuracy": 0.2, "explained": 1.0}
-    self.assertIn("all (the control ends no lower than the trained head",
+    self.assertIn("all of the gap: the control ends no lower than the "
+                  "trained head",
                   controls.spamlang_said([c]))
     c.update(final_loss=0.4, explained=controls.explained(0.4, 1.0, 0.1))
     self.assertIn("explains 33% of the gap", controls.spamlang_said([c]))
