@@ -45,20 +45,20 @@ class Spec(NamedTuple):
 
 SECTIONS = {  # In report order; adding a section is one line here.
     "table1": Spec(seed001_bounds.table1, 3),
-    "figure5": Spec(seed001_bounds.figure5, 39),
+    "figure5": Spec(seed001_bounds.figure5, 57),
     "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5, 15),
-    "signrank": Spec(seed001_bounds.signrank_construction, 17),
-    "figure1": Spec(seed001_lp.figure1, 35, 240),
-    "figure3": Spec(seed001_lp.figure3, 21, 340),
-    "natural": Spec(seed001_lp.natural_targets, 30),
-    "trained": Spec(seed001_lp_trained.trained_vs_random, 34, 220),
-    "training": Spec(seed004.training, 170, 1480),
-    "gradient": Spec(seed002.gradient_bottleneck, 75),
-    "lowrank": Spec(lowrank.section, 200, 1410),
-    "spamlang": Spec(spamlang.section, 80, 2850),
-    "encoding": Spec(seed003.encoding_section, 20),
-    "appendices": Spec(seed001_trained.appendices, 10),
-    "real_llm": Spec(real_llm.real_llm, 390, 570),
+    "signrank": Spec(seed001_bounds.signrank_construction, 27),
+    "figure1": Spec(seed001_lp.figure1, 39, 240),
+    "figure3": Spec(seed001_lp.figure3, 25, 340),
+    "natural": Spec(seed001_lp.natural_targets, 7),
+    "trained": Spec(seed001_lp_trained.trained_vs_random, 38, 220),
+    "training": Spec(seed004.training, 144, 1480),
+    "gradient": Spec(seed002.gradient_bottleneck, 92),
+    "lowrank": Spec(lowrank.section, 95, 1410),
+    "spamlang": Spec(spamlang.section, 123, 2850),
+    "encoding": Spec(seed003.encoding_section, 23),
+    "appendices": Spec(seed001_trained.appendices, 11),
+    "real_llm": Spec(real_llm.real_llm, 272, 570),
 }
 
 # Estimated seconds per section at each scale (ETA priors).
