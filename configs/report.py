@@ -8,8 +8,9 @@ Scales (the `--scale` flag of train.report picks one):
   full   the definitive CPU run, budget 2 h: quick's sizes where a field
          does not set its own; Figure 3 in the paper's regime (N = 32000,
          d to 1024; N to 128000); all eight thesis models; SpamLang to
-         V = 65536; the low-rank sweep on all 77 texts, its largest D's
-         steps doubled once if it has not flattened.
+         V = 16384 with its arms (three lrs, two seeds, tied, beta2 0.95,
+         'fresh_first'); the low-rank sweep on all 77 texts, its largest
+         D's steps doubled once if it has not flattened.
   paper  the papers' configurations, for a GPU/TPU: Figure 5 with the
          materialised matrix, Table 3's SpamLang, a Table 4 backbone.
   tiny   seconds; what the test suite runs.

@@ -291,7 +291,7 @@ class BinaryTest(parameterized.TestCase):
        "`model.layer_norm_eps` must be a number in (0.0, inf)"),
       ("b2_one", "train.main",
        ["--config=configs/thesis.py:model1,cpu", "--config.train.b2=1.0",
-        "--dry_run"], "`train.b2` must be a number in [0.0, 1.0)"),
+        "--dry_run"], "`train.b2` must be a number in (0.0, 1.0)"),
   )
   def test_one_error_line(self, module, args, message):
     out = run_module(module, *args)

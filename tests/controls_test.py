@@ -40,12 +40,15 @@ class SpamLangControlTest(absltest.TestCase):
     got = controls.spamlang(_spam_rows(), lambda *a: spamlang.run_config(
         *a, cpu=True))
     c, = got  # One (V, D), at the low rank's best lr (3e-3), one seed.
-    self.assertEqual((c["V"], c["D"], c["lr"], c["steps"]), (16, 2, 3e-3, 40))
+    # CEILING_STEPS x the trained run's 40 steps.
+    self.assertEqual((c["V"], c["D"], c["lr"], c["steps"]),
+                     (16, 2, 3e-3, controls.CEILING_STEPS * 40))
     self.assertEqual((c["b2"], c["weight_decay"]), (0.999, 0.01))
     # The same fit, called directly: the numbers are the control's own.
     s = free_context.Settings.from_train(spamlang.run_config(
         16, 2, 40, 3e-3, 0, cpu=True).train)
-    direct = free_context.spamlang_ceiling(16, 2, 128, s, steps=40)
+    direct = free_context.spamlang_ceiling(
+        16, 2, 128, s, steps=controls.CEILING_STEPS * 40)
     self.assertAlmostEqual(c["final_loss"], direct["final_loss"], places=5)
     self.assertAlmostEqual(c["explained"], controls.explained(
         c["final_loss"], 2.0, 0.05))

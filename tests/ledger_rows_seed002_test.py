@@ -14,6 +14,7 @@ from configs import report as report_config
 from tests import ledger_sides
 from tests.ledger_sides import Case
 from train.report import claim, lowrank, seed002, spamlang
+from train.report import spamlang_effects
 
 R, D, T, C = (claim.REPRODUCED, claim.DISAGREES, claim.TOO_SMALL,
               claim.CONSISTENT)
@@ -265,14 +266,18 @@ CASES = [
     Case("002", ORDER, _lowrank_rows(low_final=5.0, noise=0.002,
                                      top_end=(5.0, 5.3)), CFG,
          {"": T}, "seeds on both sides of 0 (4.85 and 5.14)"),
-    effect(_arm_rows([[0.05, 0.06], [0.9, 1.1]]), claim.REPRODUCED,
-           "the width-W head's loss rises by > 0.1 on both seeds"),
-    effect(_arm_rows([[0.05, 0.06], [0.07, 0.05]]), D,
-           "flat on both seeds"),
+    effect(_arm_rows([[0.05, 0.06, 0.05], [0.9, 1.0, 0.95]],
+                     seeds=(0, 1, 2)), claim.REPRODUCED,
+           "the width-W head's rise's interval above 0.1 (three seeds)"),
+    effect(_arm_rows([[0.05, 0.06, 0.05], [0.07, 0.07, 0.06]],
+                     seeds=(0, 1, 2)), D, "flat: the interval under 0.1"),
     effect(_arm_rows([[0.05, 0.06], [0.9, 0.08]]), T, "seeds disagree"),
+    effect(_arm_rows([[0.05, 0.06], [0.9, 1.1]]), T,
+           "two seeds both rising, a t(1) interval that straddles 0.1"),
     effect(_arm_rows([[0.05], [0.9]], seeds=(0,)), T, "one seed"),
     effect([dict(r, floor=math.log(r["V"] - 1) / 4) for r in _arm_rows(
-        [[1.40, 1.39], [2.09, 2.10]], variant="fresh_first")], D,
+        [[1.40, 1.39, 1.40], [2.09, 2.10, 2.09]], seeds=(0, 1, 2),
+        variant="fresh_first")], D,
            "fresh_first: the raw loss rises with its floor ln(V - 1) / 4, "
            "the excess over it does not"),
     tied(_arm_rows([[0.05, 0.06], [0.5, 0.6]], tied=[[0.06, 0.071],
@@ -329,6 +334,30 @@ class LedgerRowsSeed002Test(absltest.TestCase):
                                      for r in _spam_rows([0.01, 3.7])]
     row = spamlang.read_claim({"rows": two}, CFG)
     self.assertIn("2 seed(s) per head, averaged", " ".join(row.deviations))
+
+  def test_beta2_decides_only_at_the_arms_own_lr(self):
+    flat, rising = [[0.05], [0.06]], [[0.05], [0.9]]
+    base = (_arm_rows(flat, seeds=(0,)) +
+            [dict(r, lr=1e-3) for r in _arm_rows(rising, seeds=(0,))])
+    arm = [dict(r, lr=1e-3) for r in _arm_rows(rising, seeds=(0,),
+                                                arm="b2=0.95", b2=0.95)]
+    # The base is flat at its best lr (3e-3) but rises at the arm's 1e-3,
+    # as the arm does: beta2 does not decide.
+    said = spamlang_effects.effects_said(base + arm)
+    self.assertNotIn("beta2 alone decides", said)
+    arm = [dict(r, lr=3e-3) for r in arm]  # Now matched at 3e-3: it does.
+    said = spamlang_effects.effects_said(base + arm)
+    self.assertIn("**Adam's beta2 alone decides** whether the full rank "
+                  "head's task gets harder with V (variant repeat, lr 0.003 "
+                  "in both): beta2 0.999: not harder, beta2 0.95: harder.",
+                  said)
+
+  def test_steps_said_counts_sequences_per_token(self):
+    rows = _arm_rows([[0.05], [0.06]], seeds=(0,))
+    said = spamlang_effects.steps_said([dict(r, batch=256) for r in rows])
+    self.assertIn("V = 256: 250, V = 4096: 250", said)
+    self.assertIn("sequences per token 250 at the smallest V, 15.6 at the "
+                  "largest", said)
 
   def test_twin_interval_against_scipy(self):
     twin = {"trained": 0.99, "random": 0.992, "random_std": 0.001}

@@ -29,7 +29,7 @@ class LedgerSidesTest(absltest.TestCase):
     seen: dict[tuple[str, str], set[str]] = {}
     for case in all_cases():
       got = ledger_sides.verdicts(case)
-      self.assertEqual(got, case.verdicts, (case.where, case.note))
+      self.assertEqual(got, case.verdicts, f"{case.where}: {case.note}")
       seen.setdefault((case.paper, case.where), set()).update(got.values())
     for c in ledger.CLAIMS:
       words = seen.get((c.paper, c.where), set())

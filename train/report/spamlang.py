@@ -73,7 +73,8 @@ def run(cfg, outdir: str, arm: str = "") -> dict:
   return {"V": v, "D": d or mcfg.n_embd, "full_rank": not d, "tied": tied,
           "variant": variant, "arm": arm, "seed": cfg.seed,
           "steps": cfg.train.steps, "lr": cfg.train.lr, "b2": cfg.train.b2,
-          "sequences": HELD_OUT, "final_val_loss": summary["final_val_loss"],
+          "batch": cfg.train.batch_size, "sequences": HELD_OUT,
+          "final_val_loss": summary["final_val_loss"],
           "floor": data.spamlang_floor(v, mcfg.block_size, variant),
           "accuracy": float(np.mean(hits[:, 1:]))}
 
@@ -124,7 +125,9 @@ def section(config, outdir: str) -> Section:
       trainer.check_config(run_config(max(c.vocabs), 0, c.steps, c.lrs[0],
                                       cpu=c.cpu, **parse_arm(arm)))
     except ValueError as e:
-      raise ValueError(f"`spamlang.arms` entry {arm!r}: {e}") from None
+      where = "arms" if arm in c.arms else "lr_arms"
+      said = str(e).split(f"entry {arm!r}: ", 1)[-1]  # parse_arm's own.
+      raise ValueError(f"`spamlang.{where}` entry {arm!r}: {said}") from None
   rows = sweep(c, outdir)
   base, b2_rows = spamlang_rows.split(rows)
   checks = controls.spamlang(rows, lambda *a: run_config(*a, cpu=c.cpu))
@@ -137,8 +140,7 @@ def section(config, outdir: str) -> Section:
       markdown(verdict(base, c.learned, b2_rows=b2_rows)),
       "**Which settings make the task harder as V grows** (each head's "
       "loss above its variant's floor, at the learning rate best at the "
-      "largest V): " + spamlang_effects.effects_said(spamlang_effects.effects(
-          rows)),
+      "largest V): " + spamlang_effects.effects_said(rows),
       controls.spamlang_said(checks),
       "SpamLang: every sequence repeats one token drawn uniformly from V; "
       "**the definition is inferred** (the section of seed 002 that "
