@@ -176,9 +176,15 @@ class NewcomerTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, "`temperature`"):
       generate.complete(None, None, cfg, [[1, 2]], 4,
                         temperature=float("nan"))
-    with self.assertRaisesRegex(ValueError, "`n`: only 1 held-out"):
+    with self.assertRaisesRegex(ValueError, "`n` / `new_tokens`: only 1 "
+                                "held-out"):
       generate.split_stories(["a b c d e f g h i j k l", "a"],
                              _WordTokenizer(), 5, 3)
+    for n, tokens, name in ((0, 3, "`n`"), (1, 0, "`new_tokens`")):
+      with self.assertRaisesRegex(ValueError, f"{name} .* must be an integer "
+                                  ">= 1"):
+        generate.split_stories(["a b c d e f g h i j k l"],
+                               _WordTokenizer(), n, tokens)
     with self.assertRaisesRegex(ValueError, "`windows` must be >= 1"):
       subjects.windows(SimpleNamespace(cfg=cfg), "", 0)
 

@@ -100,6 +100,9 @@ class SweepTest(absltest.TestCase):
     self.assertEqual(section.parse_arm("b2=0.95,tied"),
                      {"b2": 0.95, "tied": True})
     self.assertEqual(section.parse_arm(""), {})
+    self.assertEqual(section.parse_arm("b2=0.05"), {"b2": 0.05})
+    with self.assertRaisesRegex(ValueError, r"`b2` 0 is the base's"):
+      section.parse_arm("b2=0")  # Would silently duplicate the base arm.
 
 
 class BadInputTest(parameterized.TestCase):

@@ -97,6 +97,12 @@ def split_stories(stories: list[str], tokenizer, n: int, new_tokens: int,
 
   Returns [(prompt_ids, original_ids)] with `new_tokens` original tokens.
   """
+  if not isinstance(n, int) or n < 1:
+    raise ValueError(f"`n` (stories to split) must be an integer >= 1; got "
+                     f"{n!r}.")
+  if not isinstance(new_tokens, int) or new_tokens < 1:
+    raise ValueError(f"`new_tokens` (tokens to complete) must be an integer "
+                     f">= 1; got {new_tokens!r}.")
   rng = np.random.default_rng(seed)
   out = []
   for i in rng.permutation(len(stories)):
@@ -109,7 +115,8 @@ def split_stories(stories: list[str], tokenizer, n: int, new_tokens: int,
     if len(out) == n:
       break
   if len(out) < n:
-    raise ValueError(f"`n`: only {len(out)} held-out stories are long "
-                     f"enough to split for {new_tokens} new tokens; asked "
-                     f"for {n} (ask for at most {len(out)}).")
+    raise ValueError(f"`n` / `new_tokens`: only {len(out)} held-out "
+                     f"stories are long enough to split for {new_tokens} new "
+                     f"tokens; asked for {n} (fewer stories or fewer "
+                     "tokens).")
   return out

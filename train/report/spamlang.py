@@ -38,6 +38,11 @@ def parse_arm(text: str) -> dict:
     args = common.parse_arg(text, **ARM_KEYS)
   except ValueError as e:
     raise ValueError(f"`spamlang.arms` entry {text!r}: {e}") from None
+  given = {k.strip(): v for k, _, v in (t.partition("=")
+                                         for t in text.split(","))}
+  if "b2" in given and float(given["b2"]) == 0.0:
+    raise ValueError(f"`spamlang.arms` entry {text!r}: `b2` 0 is the base's "
+                     "(the config's) beta2; an arm must change it, in (0, 1)")
   return {k: args[k] for k in ARM_KEYS if args[k] != ARM_KEYS[k]}
 
 
