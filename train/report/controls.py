@@ -19,7 +19,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from train.report import thesis_eval
+from train.report import spamlang_effects, thesis_eval
 from train.text import data
 from train.training import free_context, runs, trainer
 
@@ -56,18 +56,16 @@ def spamlang(rows, run_config) -> list[dict]:
   out = []
   for v, d in sorted({(r["V"], r["D"]) for r in base if not r["full_rank"]}):
     low = [r for r in base if (r["V"], r["D"]) == (v, d)]
-    lr = min({r["lr"] for r in low},
-             key=lambda x: _mean([r for r in low if r["lr"] == x]))
+    lr = spamlang_effects.best_lr(low)
     full = [r for r in base if r["V"] == v and r["full_rank"]]
-    full_lr = min({r["lr"] for r in full},
-                  key=lambda x: _mean([r for r in full if r["lr"] == x]))
+    full_lr = spamlang_effects.best_lr(full)
+    trained_full = _mean([x for x in full if x["lr"] == full_lr])
     for r in (r for r in low if r["lr"] == lr):
       cfg = run_config(v, d, r["steps"], lr, r["seed"])
       s = free_context.Settings.from_train(cfg.train)
       got = free_context.spamlang_ceiling(
           v, d, cfg.model.n_embd, s, steps=CEILING_STEPS * r["steps"],
           seed=r["seed"])
-      trained_full = _mean([x for x in full if x["lr"] == full_lr])
       out.append(dict(got, trained_loss=r["final_val_loss"],
                       trained_accuracy=r["accuracy"],
                       full_rank_loss=trained_full,

@@ -22,6 +22,14 @@ def label(r) -> str:
   return r.get("arm") or "base"
 
 
+def best_lr(rows) -> float:
+  """The learning rate whose rows' mean final validation loss is lowest
+  (seeds averaged): how every SpamLang reading picks a head's lr."""
+  lrs = sorted({r["lr"] for r in rows})
+  return min(lrs, key=lambda lr: np.mean([r["final_val_loss"] for r in rows
+                                          if r["lr"] == lr]))
+
+
 def head_name(r) -> str:
   if r.get("tied"):
     return "tied (full rank)"
@@ -131,12 +139,10 @@ def tied_row(rows, gap: float = GAP) -> Row:
     raise claim.Unread("the tied and untied runs share no V")
 
   def at_best(rs, v):
-    lrs = {}
-    for r in rs:
-      if r["V"] == v:
-        lrs.setdefault(r["lr"], {})[r["seed"]] = r["final_val_loss"]
-    lr = min(lrs, key=lambda k: np.mean(list(lrs[k].values())))
-    return lr, lrs[lr]
+    at_v = [r for r in rs if r["V"] == v]
+    lr = best_lr(at_v)
+    return lr, {r["seed"]: r["final_val_loss"] for r in at_v
+                if r["lr"] == lr}
 
   parts, sides = [], []
   for v in vocabs:
