@@ -335,6 +335,28 @@ class LedgerRowsSeed002Test(absltest.TestCase):
     row = spamlang.read_claim({"rows": two}, CFG)
     self.assertIn("2 seed(s) per head, averaged", " ".join(row.deviations))
 
+  def test_the_model_and_beta2_deviations_are_read_from_the_rows(self):
+    """The CPU model's rows name their width, depth and beta2 against
+    Table 3's; Table 3's own settings (30 layers of width 576, sequences
+    of 64, beta2 0.95) are no deviation, in all three SpamLang rows."""
+    cpu = [dict(r, layers=2, block=4) for r in _spam_rows([0.01, 3.7])]
+    paper = [dict(r, layers=30, block=64, b2=0.95,
+                  D=576 if r["full_rank"] else r["D"])
+             for r in _spam_rows([0.01, 3.7])]
+    tied = lambda rows: rows + [dict(r, tied=True, final_val_loss=0.05)
+                                for r in rows if r["full_rank"]]
+    for rows, width, deviates in ((cpu, 128, True), (paper, 576, False)):
+      s = {"spamlang": {"rows": tied(rows)}}
+      cfg = dict(CFG, spamlang=dict(CFG["spamlang"], cpu=deviates))
+      for c in ("Fig. 14 (§3.2)", "§1 contributions / Fig. 14",
+                "Fig. 14 caption (tied)"):
+        row = ledger_sides.claim_of("002", c).read(s, cfg)
+        text = " ".join(row.deviations)
+        self.assertEqual(f"layers of width {width}" in text, deviates, c)
+        self.assertEqual("Table 3: 0.95" in text, deviates, c)
+        self.assertEqual("model is far smaller" in (row.why or ""),
+                         deviates and c == "Fig. 14 (§3.2)", c)
+
   def test_beta2_decides_only_at_the_arms_own_lr(self):
     flat, rising = [[0.05], [0.06]], [[0.05], [0.9]]
     base = (_arm_rows(flat, seeds=(0,)) +

@@ -79,6 +79,7 @@ class SweepTest(absltest.TestCase):
     with mock.patch.object(section, "run", fake_run):
       rows = section.sweep(c, "o")
     self.assertLen(rows, len(seen))
+    self.assertTrue(all(r["control_learned"] for r in rows))  # The gate's.
     # lr_arms '' and 'tied' at both lrs, arms at the first; the tied arm
     # without the rank-8 head; two V each.
     self.assertLen(seen, 2 * (2 * 2 + 2 * 1) + 2 * 2 * 1 * 2)

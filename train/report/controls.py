@@ -31,6 +31,11 @@ CEILING_STEPS = 4  # The SpamLang control's steps / the trained run's: its
 #                    the run's own budget it measures the budget too (V =
 #                    4096, D = 8: 5.47 nats after 250 steps, 0.29 after 1000).
 
+CLIP_SCOPE = ("gradient clipping's global norm spans the control's own "
+              "parameters, the head and its contexts; in the trained model "
+              "it spans the backbone too, so where clipping binds the two "
+              "steps differ in size")
+
 
 def explained(control: float, small: float, reference: float) -> float:
   """Share of the gap small - reference that the control's loss accounts
@@ -93,7 +98,8 @@ def spamlang_said(controls) -> str:
           "vectors, the same optimiser and weight decay, no backbone, for "
           f"{CEILING_STEPS}x the trained run's steps: the free contexts "
           "learn through the same rank-D head, so at the run's own budget "
-          "the control would measure the budget): " + "; ".join(parts) + ".")
+          "the control would measure the budget; " + CLIP_SCOPE + "): "
+          + "; ".join(parts) + ".")
 
 
 def _share(cs) -> str:
@@ -181,4 +187,5 @@ def lowrank_said(controls) -> str:
   return ("**Expressivity control** (the rank-D head alone on the largest "
           f"D's final hidden states, {c['train_tokens']} training tokens, "
           f"{c['heldout_tokens']} held out, the run's optimiser and "
-          f"{c['steps']} steps): " + "; ".join(parts) + ".")
+          f"{c['steps']} steps; " + CLIP_SCOPE + "): " + "; ".join(parts)
+          + ".")

@@ -76,6 +76,7 @@ def run(cfg, outdir: str, arm: str = "") -> dict:
   logits = jax.jit(mcfg.module().apply)(params, x)
   hits = np.argmax(logits, axis=-1) == y
   return {"V": v, "D": d or mcfg.n_embd, "full_rank": not d, "tied": tied,
+          "layers": mcfg.n_layer, "block": mcfg.block_size,
           "variant": variant, "arm": arm, "seed": cfg.seed,
           "steps": cfg.train.steps, "lr": cfg.train.lr, "b2": cfg.train.b2,
           "batch": cfg.train.batch_size, "sequences": HELD_OUT,
@@ -99,8 +100,9 @@ def sweep(c, outdir: str) -> list[dict]:
   c.sightings sequences per token (a head row learns only from its own
   token's sequences), doubled (up to c.doublings times) until it learns
   the task (accuracy >= c.learned on every seed); the low ranks then (not
-  in a tied arm: a tied head has no rank D) at the steps it needed. A V
-  whose full rank never learns keeps its rows, marked learned = False."""
+  in a tied arm: a tied head has no rank D) at the steps it needed. Every
+  row of that (arm, lr, V) carries control_learned: whether the full-rank
+  head learned (a V whose full rank never learns keeps its rows, False)."""
   rows = []
   batch = spamlang_config.get_config(
       "cpu" if c.cpu else "").train.batch_size
@@ -118,7 +120,7 @@ def sweep(c, outdir: str) -> list[dict]:
         if learned or k == c.doublings:
           break
       low = runs([v], low_ranks, steps, outdir, lr, c.seeds, c.cpu, arm)
-      rows += [dict(r, learned=learned) for r in full + low]
+      rows += [dict(r, control_learned=learned) for r in full + low]
   return rows
 
 
@@ -139,10 +141,14 @@ def section(config, outdir: str) -> Section:
   model = ("2 llama-like layers of width 128, sequences of 4, batch 256"
            if c.cpu else "Table 3's SmolLM2-135M architecture, sequences "
            "of 64, batch 128")
+  if c.cpu or max(c.vocabs) < 131072:
+    model += (" (Table 3's model and V to 131072 are --scale=paper's: on 2 "
+              "CPU cores they do not fit --scale=full's 2 h; step times in "
+              "benchmarks/RESULTS.md)")
   arms = ", ".join(f"'{a or 'base'}'" for a in c.lr_arms)
   others = ", ".join(f"'{a}'" for a in c.arms) or "none"
   body = "\n\n".join([
-      markdown(verdict(base, c.learned, b2_rows=b2_rows)),
+      markdown(verdict(base, c.learned, b2_rows=b2_rows, cpu=c.cpu)),
       "**Which settings make the task harder as V grows** (each head's "
       "loss above its variant's floor, at the learning rate best at the "
       "largest V): " + spamlang_effects.effects_said(rows),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from configs import spamlang as spamlang_config
 from train.report import claim, intervals
 from train.report.claim import DISAGREES, REPRODUCED, TOO_SMALL, Row
 
@@ -28,6 +29,35 @@ def best_lr(rows) -> float:
   lrs = sorted({r["lr"] for r in rows})
   return min(lrs, key=lambda lr: np.mean([r["final_val_loss"] for r in rows
                                           if r["lr"] == lr]))
+
+
+def model_said(rows, cpu: bool = True) -> str | None:
+  """The deviation of the rows' model from Table 3's (SmolLM2-135M: 30
+  layers of width 576, sequences of 64; None where they match): read from
+  the rows' `layers`, `block` and the full rank's width; a report from
+  before rows carried them: configs/spamlang.py's model at its scale
+  (`cpu`, the report config's spamlang.cpu)."""
+  paper = spamlang_config.get_config("").model
+  ran = spamlang_config.get_config("cpu" if cpu else "").model
+  widths = [r["D"] for r in rows if r["full_rank"]]
+  width = max(widths) if widths else ran.n_embd
+  layers = rows[0].get("layers", ran.n_layer) if rows else ran.n_layer
+  block = rows[0].get("block", ran.block_size) if rows else ran.block_size
+  if (layers, width, block) == (paper.n_layer, paper.n_embd,
+                                paper.block_size):
+    return None
+  return (f"model: {layers} llama-like layers of width {width}, sequences "
+          f"of {block} (Table 3 / Fig. 14: SmolLM2-135M's {paper.n_layer} "
+          f"layers of width {paper.n_embd}, sequences of {paper.block_size})")
+
+
+def b2_deviation(b2s) -> str | None:
+  """Adam's beta2 of a set of runs against Table 3's (None: Table 3's)."""
+  b2s = sorted(set(b2s))
+  if b2s == [TABLE3_B2]:
+    return None
+  return (f"Adam beta2 {', '.join(f'{b:g}' for b in b2s)} (Table 3: "
+          f"{TABLE3_B2})")
 
 
 def head_name(r) -> str:
@@ -122,7 +152,7 @@ PAPER_TIED = ("seed 002 Fig. 14's caption: tied and untied heads, 'no strong "
               "effect from this hyper-parameter choice'")
 
 
-def tied_row(rows, gap: float = GAP) -> Row:
+def tied_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
   """Fig. 14's caption: per V, the tied head's final loss minus the untied
   full-rank head's (each at its best learning rate, seed by seed at that
   rate), a Student's t interval over seeds; 'no strong effect' read as
@@ -166,10 +196,11 @@ def tied_row(rows, gap: float = GAP) -> Row:
           "nats (our threshold)")
   n = f"{seeds} seed(s) per head; V = {', '.join(map(str, vocabs))}"
   unc = "95 % t interval over seeds (paired by seed) per V"
-  devs = ("SpamLang's definition inferred (configs/spamlang.py)",
-          "model: 2 llama-like layers of width 128, sequences of 4 (Fig. "
-          "14: hidden size 576, 106M non-embedding parameters)",
-          f"threshold +-{gap} nats inferred: the caption gives no number")
+  devs = tuple(x for x in (
+      "SpamLang's definition inferred (configs/spamlang.py)",
+      model_said(tied + untied, cpu),
+      b2_deviation(r["b2"] for r in tied + untied),
+      f"threshold +-{gap} nats inferred: the caption gives no number") if x)
   word = (DISAGREES if DISAGREES in sides else
           REPRODUCED if all(x == REPRODUCED for x in sides) else TOO_SMALL)
   why = "" if word != TOO_SMALL else (
@@ -178,7 +209,7 @@ def tied_row(rows, gap: float = GAP) -> Row:
   return Row(word, ours, stat, n, unc, why=why, deviations=devs)
 
 
-def effects_row(rows, gap: float = GAP) -> Row:
+def effects_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
   """Seed 002's contribution ('a trivial synthetic language ... for which
   the gradient bottleneck makes it increasingly harder for the model to
   learn correctly'), on the width-W head of the base arm: its loss above
@@ -199,14 +230,14 @@ def effects_row(rows, gap: float = GAP) -> Row:
           f"interval lies above {gap} nats (our threshold)")
   n = f"{len(rises)} seed(s); V = {e['vocabs'][0]} .. {e['vocabs'][-1]}"
   said = ", ".join(f"{x:+.3f}" for x in rises)
-  width = max(r["D"] for r in rows if r["full_rank"])
-  devs = ("SpamLang's definition inferred (configs/spamlang.py); variant "
-          f"{e['variant']}",
-          f"model: head width {width}, V up to {e['vocabs'][-1]} (Fig. 14: "
-          "hidden size 576, 30 layers)",
-          f"Adam beta2 {e['b2']:g} in the base arm" + (
-              "" if e["b2"] == TABLE3_B2 else f" (Table 3: {TABLE3_B2})"),
-          steps_said(rows))
+  devs = tuple(x for x in (
+      "SpamLang's definition inferred (configs/spamlang.py); variant "
+      f"{e['variant']}",
+      model_said(rows, cpu),
+      f"V up to {e['vocabs'][-1]} (Fig. 14's range of V is not in our "
+      "copy's text; --scale=paper runs to 131072)",
+      b2_deviation([e["b2"]]),
+      steps_said(rows)) if x)
   if len(rises) < 2:
     return Row(TOO_SMALL, ours, stat, n, f"one seed's rise: {said}", why=(
         "one seed: more seeds (spamlang.seeds) would decide"),

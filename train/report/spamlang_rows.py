@@ -27,16 +27,15 @@ PAPER_SPAMLANG = ("seed 002 Fig. 14: on SpamLang, whose next token any rank "
 
 def _best(rows, v, full_rank, d=None):
   """(final loss, accuracy, steps, lr) of a head at V: seeds averaged, at
-  its best learning rate."""
-  out = []
-  for lr in sorted({r["lr"] for r in rows}):
-    rs = [r for r in rows if r["V"] == v and r["lr"] == lr and
-          r["full_rank"] == full_rank and (d is None or r["D"] == d)]
-    if rs:
-      out.append((float(np.mean([r["final_val_loss"] for r in rs])),
-                  float(np.mean([r["accuracy"] for r in rs])),
-                  max(r["steps"] for r in rs), lr))
-  return min(out)
+  its best learning rate at that V (spamlang_effects.best_lr, the one
+  criterion: the lowest mean final loss)."""
+  rs = [r for r in rows if r["V"] == v and r["full_rank"] == full_rank and
+        (d is None or r["D"] == d)]
+  lr = spamlang_effects.best_lr(rs)
+  at = [r for r in rs if r["lr"] == lr]
+  return (float(np.mean([r["final_val_loss"] for r in at])),
+          float(np.mean([r["accuracy"] for r in at])),
+          max(r["steps"] for r in at), lr)
 
 
 def _count(rows, accuracy: float) -> tuple[int, int]:
@@ -69,6 +68,8 @@ def _b2_control(b2_rows, learned: float) -> list[tuple]:
 def b2_said(rows, b2_rows) -> str:
   """Which beta2 the runs used, and the Table 3 arm's result if it ran."""
   used = ", ".join(f"{b:g}" for b in sorted({r.get("b2", 0.0) for r in rows}))
+  if not spamlang_effects.b2_deviation(r.get("b2", 0.0) for r in rows):
+    return f"{used}, Table 3's"
   if not b2_rows:
     return (f"{used} (Table 3: {TABLE3_B2}); the control at "
             f"{TABLE3_B2} not run at this scale (spamlang.arms "
@@ -80,7 +81,7 @@ def b2_said(rows, b2_rows) -> str:
 
 
 def assess(rows, learned: float = 0.95, gap: float = 0.1,
-           b2_rows=()) -> tuple[Verdict, Row]:
+           b2_rows=(), cpu: bool = True) -> tuple[Verdict, Row]:
   """The section's conclusion and the ledger's row, from one reading of
   its rows (seeds averaged, each head at its best learning rate). The
   control: the full-rank head learned at every V (the Clopper-Pearson
@@ -99,18 +100,19 @@ def assess(rows, learned: float = 0.95, gap: float = 0.1,
     brackets[v] = (k, n) + stats.binomial_interval(k, n)
   sides = {v: claim.side(b[2], b[3], learned) for v, b in brackets.items()}
   b2 = b2_said(rows, b2_rows)
-  devs = ("SpamLang's definition inferred: the section of seed 002 defining "
-          "it is missing from our copy (configs/spamlang.py)",
-          "the claim inferred: Fig. 14 is a V x learning-rate sweep at "
-          "hidden size 576, tied against untied heads; 'low-rank loss rises "
-          "with V while full rank learns' is our reading of it",
-          f"Adam beta2: {b2}",
-          "model: 2 llama-like layers of width 128, sequences of 4 (Table "
-          "3: SmolLM2-135M's 30 layers of width 576, sequences of 64)",
-          _seeds_said(rows), spamlang_effects.steps_said(rows),
+  b2_off = spamlang_effects.b2_deviation(r.get("b2", 0.0) for r in rows)
+  devs = tuple(x for x in (
+      "SpamLang's definition inferred: the section of seed 002 defining "
+      "it is missing from our copy (configs/spamlang.py)",
+      "the claim inferred: Fig. 14 is a V x learning-rate sweep at "
+      "hidden size 576, tied against untied heads; 'low-rank loss rises "
+      "with V while full rank learns' is our reading of it",
+      f"Adam beta2: {b2}" if b2_off else None,
+      spamlang_effects.model_said(rows, cpu),
+      _seeds_said(rows), spamlang_effects.steps_said(rows),
           "each head's learning rate is chosen on the same held-out "
-          "sequences its accuracy is then tested on (no separate split)",
-          COUNTS_ROUNDED)
+      "sequences its accuracy is then tested on (no separate split)",
+      COUNTS_ROUNDED) if x)
   control = ", ".join(f"V = {v}: {b[0]}/{b[1]} ({b[2]:.3f} .. {b[3]:.3f})"
                       for v, b in brackets.items())
   stat = (f"per low rank D, final loss over V (largest V against smallest "
@@ -170,12 +172,15 @@ def assess(rows, learned: float = 0.95, gap: float = 0.1,
   if all(p[1] and p[2] for p in parts):
     used = ", ".join(f"{x:g}" for x in sorted({r.get("b2", 0.0)
                                                for r in rows}))
-    why = ("the definition and the claim are inferred and the model is far "
-           "smaller than Table 3's: the direction is comparable, not the "
-           f"magnitude; the control arm ran with Adam's beta2 {used}, not "
-           f"Table 3's {TABLE3_B2} (deviations)" + (
-               f"; at {TABLE3_B2} the control learned too" if b2_rows
-               else f"; the control at {TABLE3_B2} not run"))
+    why = ("the definition and the claim are inferred" + (
+        " and the model is far smaller than Table 3's"
+        if spamlang_effects.model_said(rows, cpu) else "") +
+           ": the direction is comparable, not the magnitude" + (
+               "" if not b2_off else
+               f"; the control arm ran with Adam's beta2 {used}, not "
+               f"Table 3's {TABLE3_B2} (deviations)" + (
+                   f"; at {TABLE3_B2} the control learned too" if b2_rows
+                   else f"; the control at {TABLE3_B2} not run")))
     return (Verdict(SMALLER, f"{ours}. Adam's beta2: {b2}.", PAPER_SPAMLANG,
                     extent="in direction"),
             Row(CONSISTENT, ours, stat, n, unc, why=why, deviations=devs))
@@ -207,9 +212,9 @@ def _seeds_said(rows) -> str:
 
 
 def verdict(rows, learned: float = 0.95, gap: float = 0.1,
-            b2_rows=()) -> Verdict:
+            b2_rows=(), cpu: bool = True) -> Verdict:
   """The section's conclusion (`assess`)."""
-  return assess(rows, learned, gap, b2_rows)[0]
+  return assess(rows, learned, gap, b2_rows, cpu)[0]
 
 
 def split(rows) -> tuple[list[dict], list[dict]]:
@@ -243,14 +248,18 @@ def read_claim(s, cfg):
     for k in ("V", "steps", "accuracy"):
       claim.num(x, k, at=f"b2_rows[{i}]")
   return assess(base or rows, cfg["spamlang"]["learned"],
-                b2_rows=b2_rows)[1]
+                b2_rows=b2_rows, cpu=_cpu(cfg))[1]
+
+
+def _cpu(cfg) -> bool:
+  """Whether the report ran configs/spamlang.py's CPU model (older
+  results without the field: the CPU model, all they ran)."""
+  return bool(cfg.get("spamlang", {}).get("cpu", True))
 
 
 def read_effects(s, cfg):
-  del cfg
-  return spamlang_effects.effects_row(_checked(s))
+  return spamlang_effects.effects_row(_checked(s), cpu=_cpu(cfg))
 
 
 def read_tied(s, cfg):
-  del cfg
-  return spamlang_effects.tied_row(_checked(s))
+  return spamlang_effects.tied_row(_checked(s), cpu=_cpu(cfg))
