@@ -194,6 +194,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Seed 002 Fig. 2 past T = V: the gradients' rank over this many positions
   # (the probe model's V = 4096; 0: only the first 2048, as before).
   c.probes.rank_tokens = at(512, 0, 8192, full=8192)
+  # Seed 002 eq. (6), Props. 2.5, 2.6 checked in float64 on this many
+  # positions of the probe model's text (two SVDs of [contexts, V]).
+  c.probes.theory_tokens = at(256, 1024, 4096, full=2048)
 
   # Every probe on real LLMs side by side (train/report/real_llm.py, the
   # comparison of train/probes/compare.py): seeds 001-003.

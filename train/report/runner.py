@@ -31,7 +31,8 @@ from typing import NamedTuple
 from bottleneck.io import cli, lock
 from train.report import (ledger, lowrank, real_llm, seed001_bounds,
                           seed001_lp, seed001_lp_trained, seed001_trained,
-                          seed002, seed003, seed004, spamlang)
+                          seed002, seed002_theory, seed003, seed004,
+                          spamlang)
 from train.report import section as section_lib
 
 class Spec(NamedTuple):
@@ -54,6 +55,7 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "trained": Spec(seed001_lp_trained.trained_vs_random, 38, 220),
     "training": Spec(seed004.training, 144, 1480),
     "gradient": Spec(seed002.gradient_bottleneck, 92),
+    "gradient_theory": Spec(seed002_theory.section, 15, 40),
     "lowrank": Spec(lowrank.section, 95, 1410),
     "spamlang": Spec(spamlang.section, 123, 2850),
     "encoding": Spec(seed003.encoding_section, 23),

@@ -1,0 +1,74 @@
+"""Ledger rows of seed 002's eq. (6), Props. 2.5, 2.6 (train/report/
+seed002_theory.py): both sides of each check, fed the section's numbers;
+and the numbers of a real section on a trained head, from bottleneck/
+gradient_theory.py, give 'reproduced' on all three."""
+
+from absl.testing import absltest
+import numpy as np
+
+from bottleneck import gradient_theory
+from tests import ledger_sides
+from tests.ledger_sides import Case
+from train.report import claim
+
+R, D, NA = claim.REPRODUCED, claim.DISAGREES, claim.NOT_APPLICABLE
+EQ6, P25, P26 = "eq. (6)", "Prop. 2.5", "Prop. 2.6"
+
+
+def _numbers(**change):
+  r = {"contexts": 1000, "tokens": 1024, "V": 4096, "D": 64, "bias": True,
+       "C_u": 1000, "C_uu": 600, "D_u": 600, "p_in_open_unit": True,
+       "rank_error": 1000, "rank_delta": 128, "rank_delta_cap": 129,
+       "delta_last": 1e-3, "delta_gap": 1e-16, "tail_bound": 5.0,
+       "residual": 40.0, "residual_scaled": 20.0, "tail_share": 0.3}
+  r.update(change)
+  return {"gradient_theory": {"probe model": r}}
+
+
+def case(where, numbers, verdict, note):
+  return Case("002", where, numbers, {}, {"probe model": verdict}, note)
+
+
+CASES = [
+    case(EQ6, _numbers(), R, "rank 128 under the cap 129"),
+    case(EQ6, _numbers(rank_delta=140), D, "rank past 2D + 1"),
+    case(P25, _numbers(), R, "rank 1000 >= D^u 600"),
+    case(P25, _numbers(rank_error=500), D, "rank under D^u"),
+    case(P25, _numbers(rank_error=0, p_in_open_unit=False), NA,
+         "P leaves (0, 1): the premise fails"),
+    case(P26, _numbers(), R, "both residuals over the tail bound"),
+    case(P26, _numbers(residual_scaled=4.0), D,
+         "the best multiple of Delta comes closer than the bound"),
+]
+
+
+class LedgerRowsSeed002TheoryTest(absltest.TestCase):
+
+  def test_both_sides_of_every_check(self):
+    ledger_sides.check(self, CASES)
+
+  def test_rows_say_they_are_checks(self):
+    for where in (EQ6, P25, P26):
+      row, = ledger_sides.claim_of("002", where).read(_numbers(), {})
+      self.assertIs(row.can_disagree, False)
+      self.assertEqual(row.subject, "probe model")
+
+  def test_a_real_check_reads_reproduced(self):
+    """The section's own numbers (gradient_theory.check) on a head trained
+    a little toward its contexts: all three hold."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, (8, 16))
+    ids = gradient_theory.context_ids(x)
+    y = rng.integers(0, 50, x.size)
+    ctx = gradient_theory.group(ids, y, 60)
+    h, w = rng.normal(size=(ctx.n, 4)), rng.normal(size=(60, 4))
+    out = gradient_theory.check(h, w, rng.normal(size=60), ctx)
+    out.pop("singular_values")
+    numbers = {"gradient_theory": {"probe model": dict(out, tokens=y.size)}}
+    for where in (EQ6, P25, P26):
+      row, = ledger_sides.claim_of("002", where).read(numbers, {})
+      self.assertEqual(row.verdict, R, where)
+
+
+if __name__ == "__main__":
+  absltest.main()
