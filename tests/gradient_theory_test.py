@@ -2,6 +2,8 @@
 numpy float64 written out the long way: instances where each statement
 must hold, and mutated inputs where it must fail."""
 
+from unittest import mock
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -56,9 +58,45 @@ class ContextsTest(absltest.TestCase):
     self.assertEqual(gt.rank_bound(gt.group([0, 1, 2], [0, 1, 2], 3), 3)
                      ["D_u"], 2)  # min(|C^uu|, V - 1).
 
+  def test_long_shared_prefixes(self):
+    """Windows sharing 3000-token prefixes: one id per prefix, no
+    recursion (a trie, not nested keys)."""
+    x = np.ones((2, 3000), np.int64)
+    ids = gt.context_ids(x)
+    np.testing.assert_array_equal(ids[:3000], ids[3000:])
+    self.assertEqual(gt.group(ids, x.ravel(), 2).n, 3000)
+
+  def test_ids_with_gaps_are_renumbered(self):
+    ctx = gt.group([7, 7, 3], [1, 1, 0], 2)
+    self.assertEqual(ctx.n, 2)
+    np.testing.assert_array_equal(ctx.ids, [0, 0, 1])
+    np.testing.assert_array_equal(ctx.counts, [2, 1])
+
   def test_bad_input_names_the_argument(self):
-    with self.assertRaisesRegex(ValueError, "`x` has shape"):
-      gt.context_ids(np.zeros(3))
+    ctx = gt.group([0, 1], [0, 1], 3)
+    h, w = np.ones((2, 2)), np.ones((3, 2))
+    for call, pattern in (
+        (lambda: gt.context_ids(np.zeros(3, int)), "`x` has shape"),
+        (lambda: gt.context_ids(np.full((1, 2), 0.5)), "`x` must hold"),
+        (lambda: gt.group([0, -1], [0, 1], 3), "`ids` must hold"),
+        (lambda: gt.group([[0, 1]], [0, 1], 3), "expected equal"),
+        (lambda: gt.group([0, 1], [0, 1], 0), "vocab"),
+        (lambda: gt.check(h, np.ones((3, 5)), None, ctx), "same width"),
+        (lambda: gt.check(h, w, np.ones(4), ctx), "`b` has shape"),
+        (lambda: gt.check(np.full((2, 2), np.nan), w, None, ctx),
+         "`h` must be finite"),
+        (lambda: gt.check(np.ones((3, 2)), w, None, ctx), "one per context"),
+        (lambda: gt.error_matrix(np.ones((2, 1)), ctx), "`p` has shape"),
+        (lambda: gt.error_matrix(np.full((2, 3), 2.0), ctx), "in \\[0, 1\\]"),
+        (lambda: gt.logit_step(h, w, None, np.ones((2, 3)), np.ones(2),
+                               float("inf")), "`eta`"),
+        (lambda: gt.logit_step(h, w, None, np.ones((2, 4)), np.ones(2),
+                               1.0), "`e`"),
+        (lambda: gt.numerical_rank([1e-20, 1.0], (2, 2)), "non-increasing"),
+        (lambda: gt.numerical_rank([1.0], (2, 2), rtol=-1), "`rtol`"),
+        (lambda: gt.tail_bound([1.0], -1, 1), "`cap`")):
+      with self.assertRaisesRegex(ValueError, pattern):
+        call()
     with self.assertRaisesRegex(ValueError, r"`y` holds tokens in \[0, 9\]"):
       gt.group([0, 1], [0, 9], 4)
     with self.assertRaisesRegex(ValueError, "`ids`"):
@@ -100,8 +138,10 @@ class StatementsTest(parameterized.TestCase):
     self.assertGreater(got["D_u"], got["rank_delta_cap"])  # Not vacuous.
     self.assertTrue(got["eq6_holds"])
     self.assertEqual(got["rank_delta"], got["rank_delta_cap"])
-    self.assertTrue(got["prop2_5_holds"])
-    self.assertTrue(got["prop2_6_holds"])
+    self.assertIs(got["prop2_5_holds"], True)
+    self.assertIs(got["prop2_6_holds"], True)
+    self.assertLess(got["delta_gap"], 1e-12)  # The rank is unambiguous.
+    self.assertGreater(got["delta_last"], 1e-8)
     self.assertGreater(got["tail_bound"], 0.0)
     s = np.linalg.svd(gt.error_matrix(gt.probabilities(h, w, b), ctx),
                       compute_uv=False)
@@ -114,11 +154,40 @@ class StatementsTest(parameterized.TestCase):
 
   def test_a_full_rank_update_breaks_eq6(self):
     """The logit gradient itself (a step on free logits) is not of rank
-    <= 2D: the check sees it."""
+    <= 2D: `check` sees it when the step is replaced by it."""
     _, _, ctx, h, w, b = _instance(bias=False)
     e = gt.error_matrix(gt.probabilities(h, w, b), ctx)
     s = gt.singular_values(e)
     self.assertGreater(gt.numerical_rank(s, e.shape), 2 * w.shape[1])
+    with mock.patch.object(gt, "logit_step", lambda *a: a[3]):
+      got = gt.check(h, w, b, ctx)
+    self.assertFalse(got["eq6_holds"])
+    self.assertTrue(gt.check(h, w, b, ctx)["eq6_holds"])
+
+  def test_a_low_rank_head_caps_at_rank_h_plus_rank_w(self):
+    """W = A B of rank 1 at width 3: the cap is rank(H) + rank(W) = 4,
+    not 2 rank(W), and Delta reaches it."""
+    _, _, ctx, h, _, _ = _instance(bias=False)
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(40, 1)) @ rng.normal(size=(1, 3))
+    got = gt.check(h, w, None, ctx)
+    self.assertEqual((got["D"], got["rank_w"], got["rank_delta_cap"]),
+                     (3, 1, 4))
+    self.assertEqual(got["rank_delta"], 4)
+    self.assertTrue(got["eq6_holds"])
+
+  def test_premises_that_fail_are_reported_not_judged(self):
+    """P underflowing to 0 leaves Prop. 2.5 unjudged; D^u at or under the
+    cap leaves Prop. 2.6 unjudged (its tail sum is empty)."""
+    _, _, ctx, h, w, b = _instance(bias=False)
+    got = gt.check(h * 300, w, b, ctx)
+    self.assertFalse(got["p_in_open_unit"])
+    self.assertIsNone(got["prop2_5_holds"])
+    small = gt.group([0, 1, 2], [0, 0, 1], 40)
+    got = gt.check(np.eye(3), w, b, small)
+    self.assertFalse(got["prop2_6_applies"])
+    self.assertIsNone(got["prop2_6_holds"])
+    self.assertEqual(got["tail_bound"], 0.0)
 
   def test_prop2_5_fails_where_p_leaves_the_open_interval(self):
     """P = N~ (a model with exact zeros and ones): P - N~ = 0, of rank 0

@@ -356,6 +356,17 @@ class LedgerRowsSeed002Test(absltest.TestCase):
         self.assertEqual("Table 3: 0.95" in text, deviates, c)
         self.assertEqual("model is far smaller" in (row.why or ""),
                          deviates and c == "Fig. 14 (§3.2)", c)
+    # The rows' own fields win over the config's scale; a field they lack
+    # comes from configs/spamlang.py at that scale.
+    said = lambda rows, cpu: " ".join(ledger_sides.claim_of(
+        "002", "Fig. 14 (§3.2)").read({"spamlang": {"rows": rows}}, dict(
+            CFG, spamlang=dict(CFG["spamlang"], cpu=cpu))).deviations)
+    table3 = [dict(r, batch=128, dtype="bfloat16") for r in paper]
+    self.assertNotIn("llama-like layers", said(table3, True))
+    self.assertIn("2 llama-like layers of width 128, sequences of 4, batch "
+                  "256, float32", said(_spam_rows([0.01, 3.7]), True))
+    self.assertIn("30 llama-like layers of width 128", said(
+        _spam_rows([0.01, 3.7]), False))  # Width from the rows.
 
   def test_beta2_decides_only_at_the_arms_own_lr(self):
     flat, rising = [[0.05], [0.06]], [[0.05], [0.9]]

@@ -19,6 +19,7 @@ def _numbers(**change):
   r = {"contexts": 1000, "tokens": 1024, "V": 4096, "D": 64, "bias": True,
        "C_u": 1000, "C_uu": 600, "D_u": 600, "p_in_open_unit": True,
        "rank_error": 1000, "rank_delta": 128, "rank_delta_cap": 129,
+       "rank_h": 64, "rank_w": 64, "error_at_bound": 1e-3,
        "delta_last": 1e-3, "delta_gap": 1e-16, "tail_bound": 5.0,
        "residual": 40.0, "residual_scaled": 20.0, "tail_share": 0.3}
   r.update(change)
@@ -39,6 +40,8 @@ CASES = [
     case(P26, _numbers(), R, "both residuals over the tail bound"),
     case(P26, _numbers(residual_scaled=4.0), D,
          "the best multiple of Delta comes closer than the bound"),
+    case(P26, _numbers(D_u=100, C_uu=100, tail_bound=0.0), NA,
+         "D^u under the cap: the tail sum is empty"),
 ]
 
 
@@ -54,8 +57,8 @@ class LedgerRowsSeed002TheoryTest(absltest.TestCase):
       self.assertEqual(row.subject, "probe model")
 
   def test_a_real_check_reads_reproduced(self):
-    """The section's own numbers (gradient_theory.check) on a head trained
-    a little toward its contexts: all three hold."""
+    """The section's own numbers (gradient_theory.check) on a random
+    head and random contexts: all three hold."""
     rng = np.random.default_rng(3)
     x = rng.integers(0, 50, (8, 16))
     ids = gradient_theory.context_ids(x)

@@ -20,11 +20,23 @@ from train.report.claim import DISAGREES, NOT_APPLICABLE, REPRODUCED, Row
 from train.report.claim import num
 from train.report.section import Section, figure, probe_subject, text_pass
 
-DEVIATIONS = ("subject: the report's probe model (a width-64 GPT trained on "
-              "Shakespeare, V = 4096), not a model of the paper's",
-              "contexts: the token prefixes inside the pass's windows (the "
-              "paper's: the training set's), so nearly every context is "
-              "unique and |C^uu| counts the distinct next tokens")
+CONTEXTS = ("contexts: the token prefixes inside the pass's windows (the "
+            "paper's: the training set's), so nearly every context is "
+            "unique and |C^uu| counts the distinct next tokens")
+
+
+def _deviations(r: dict, name: str) -> tuple[str, ...]:
+  """Our setup against the paper's, from the numbers: the subject, the
+  contexts, and the bias (the paper's head has none: the cap gains 1)."""
+  subject = (f"subject: {name} (V = {num(r, 'V'):.0f}, width "
+             f"{num(r, 'D'):.0f}"
+             + (", the report's probe model trained on Shakespeare"
+                if name == "probe model" else "") + "), not a model of the "
+             "paper's")
+  bias = (("the head has a bias: the update's rank cap is rank(H) + "
+           "rank(W) + 1, and Prop. 2.6's sum starts past it",)
+          if r.get("bias") else ())
+  return (subject, CONTEXTS) + bias
 
 
 def _growth(ids, y, vocab: int) -> list[dict]:
@@ -107,8 +119,9 @@ def _opening(numbers) -> str:
   lines = []
   for c in CLAIMS:
     for r in c.read({"gradient_theory": numbers}, {}):
+      said = r.why if r.verdict == NOT_APPLICABLE else r.ours
       lines.append(f"- **{c.where}**: {r.verdict} (a consistency check): "
-                   f"{r.ours}")
+                   f"{said}")
   return "**The ledger's rows of this section**:\n\n" + "\n".join(lines)
 
 
@@ -119,7 +132,7 @@ def _rows(s, read) -> list[Row]:
   out = []
   for name, r in s.items():
     if isinstance(r, dict) and "rank_error" in r:
-      out.append(read(r)._replace(subject=name))
+      out.append(read(r, name)._replace(subject=name))
   if not out:
     raise claim.Unread("no subject has `rank_error`")
   return out
@@ -134,51 +147,62 @@ EXACT = ("none: exact ranks and norms in float64 (numpy's rank tolerance, "
          "max(C, V) eps zeta_1)")
 
 
-def eq6_row(r: dict) -> Row:
+def eq6_row(r: dict, name: str) -> Row:
   cap, rank = num(r, "rank_delta_cap"), num(r, "rank_delta")
   bias = " + 1 for the bias" if r.get("bias") else ""
-  ours = (f"rank(Delta) = {rank:.0f}, at most {cap:.0f} (2D = "
-          f"{2 * num(r, 'D'):.0f}{bias}); its singular values fall from "
-          f"{num(r, 'delta_last'):.1e} of the largest (the last counted) to "
-          f"{num(r, 'delta_gap'):.1e} (the next)")
+  ours = (f"rank(Delta) = {rank:.0f}, at most {cap:.0f} = rank(H) + rank(W)"
+          f"{bias} (2D = {2 * num(r, 'D'):.0f}); its singular values fall "
+          f"from {num(r, 'delta_last'):.1e} of the largest (the last "
+          f"counted) to {num(r, 'delta_gap'):.1e} (the next)")
   return Row(REPRODUCED if rank <= cap else DISAGREES, ours,
              "the numerical rank of Delta = (L' - L) / eta after one "
-             "gradient step on H, W (and b); the paper's side: <= 2D",
-             _n(r), EXACT, deviations=DEVIATIONS + (
-                 (f"the probe model's head has a bias: the cap is 2D + 1",)
-                 if bias else ()), can_disagree=False)
+             "gradient step on H, W (and b); the paper's side: <= 2D "
+             "(precisely rank(H) + rank(W))", _n(r), EXACT,
+             deviations=_deviations(r, name), can_disagree=False)
 
 
-def prop25_row(r: dict) -> Row:
+def prop25_row(r: dict, name: str) -> Row:
   rank, d_u = num(r, "rank_error"), num(r, "D_u")
   ours = (f"rank(P - N~) = {rank:.0f} >= D^u = min(|C^uu| = "
           f"{num(r, 'C_uu'):.0f}, V - 1) = {d_u:.0f} ({num(r, 'C_u'):.0f} of "
           f"{num(r, 'contexts'):.0f} contexts have one continuation; D^u is "
-          f"{d_u / num(r, 'D'):.1f} x D)")
+          f"{d_u / num(r, 'D'):.1f} x D; zeta at D^u is "
+          f"{num(r, 'error_at_bound'):.1e} of zeta_1)")
   stat = ("the numerical rank of P - N~ against D^u; the paper's side: "
           "rank >= D^u (given P in (0, 1))")
   if not r.get("p_in_open_unit", True):
     return Row(NOT_APPLICABLE, ours, stat, _n(r), EXACT, why=(
         "some probability is 0 or 1 in float64: the proposition's "
-        "premise P in (0, 1) fails"), deviations=DEVIATIONS,
+        "premise P in (0, 1) fails"), deviations=_deviations(r, name),
                can_disagree=False)
   return Row(REPRODUCED if rank >= d_u else DISAGREES, ours, stat, _n(r),
-             EXACT, deviations=DEVIATIONS, can_disagree=False)
+             EXACT, deviations=_deviations(r, name), can_disagree=False)
 
 
-def prop26_row(r: dict) -> Row:
-  cap, tail = num(r, "rank_delta_cap"), num(r, "tail_bound")
-  residual, scaled = num(r, "residual"), num(r, "residual_scaled")
-  ours = (f"||Delta - (P - N~)||_F = {residual:.4g} (its best multiple: "
-          f"{scaled:.4g}) >= the tail bound {tail:.4g}; "
-          f"{num(r, 'tail_share'):.1%} of P - N~'s squared norm lies past "
-          f"rank {cap:.0f}: no step through the head reaches it")
-  word = REPRODUCED if min(residual, scaled) >= tail else DISAGREES
-  return Row(word, ours, "Frobenius distance of Delta (and of its best "
-             "multiple) to P - N~ against sqrt(sum_{i = 2D+1}^{D^u} "
-             "zeta_i^2); the paper's side: >= (Eckart-Young; the paper "
-             "writes >)", _n(r), EXACT, deviations=DEVIATIONS,
-             can_disagree=False)
+def prop26_row(r: dict, name: str) -> Row:
+  cap, tail, d_u = (num(r, k) for k in ("rank_delta_cap", "tail_bound",
+                                        "D_u"))
+  scaled = num(r, "residual_scaled")
+  stat = (f"Frobenius distance of the best multiple of Delta to P - N~ "
+          f"against sqrt(sum_{{i = {cap + 1:.0f}}}^{{D^u}} zeta_i^2) (the "
+          "cap rank(H) + rank(W) read as the paper's 2D); the paper's side: "
+          ">= and > 0 (Eckart-Young gives >=; the paper writes >)")
+  if d_u <= cap:
+    return Row(NOT_APPLICABLE, f"D^u = {d_u:.0f} <= the cap {cap:.0f}",
+               stat, _n(r), EXACT, why=(
+                   f"D^u = {d_u:.0f} does not exceed the update's rank cap "
+                   f"{cap:.0f}: the tail sum is empty (the paper's premise "
+                   "D^u > D is too weak for '> 0': it needs D^u > 2D); more "
+                   "positions (probes.theory_tokens) raise D^u"),
+               deviations=_deviations(r, name), can_disagree=False)
+  ours = (f"||c Delta - (P - N~)||_F = {scaled:.4g} at the best c >= the "
+          f"tail bound {tail:.4g} > 0 (Delta itself, of size omega ~ 1/C: "
+          f"{num(r, 'residual'):.4g}); {num(r, 'tail_share'):.1%} of P - "
+          f"N~'s squared norm lies past rank {cap:.0f}: no step through the "
+          "head reaches it")
+  word = REPRODUCED if scaled >= tail > 0 else DISAGREES
+  return Row(word, ours, stat, _n(r), EXACT,
+             deviations=_deviations(r, name), can_disagree=False)
 
 
 def read_eq6(s, cfg):

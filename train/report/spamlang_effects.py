@@ -25,7 +25,9 @@ def label(r) -> str:
 
 def best_lr(rows) -> float:
   """The learning rate whose rows' mean final validation loss is lowest
-  (seeds averaged): how every SpamLang reading picks a head's lr."""
+  (seeds averaged): how the main row, the tied row and the controls pick
+  a head's lr at one V (`effects` picks one lr for every V instead: the
+  lowest excess at the largest V, each seed's longest run)."""
   lrs = sorted({r["lr"] for r in rows})
   return min(lrs, key=lambda lr: np.mean([r["final_val_loss"] for r in rows
                                           if r["lr"] == lr]))
@@ -33,22 +35,32 @@ def best_lr(rows) -> float:
 
 def model_said(rows, cpu: bool = True) -> str | None:
   """The deviation of the rows' model from Table 3's (SmolLM2-135M: 30
-  layers of width 576, sequences of 64; None where they match): read from
-  the rows' `layers`, `block` and the full rank's width; a report from
-  before rows carried them: configs/spamlang.py's model at its scale
-  (`cpu`, the report config's spamlang.cpu)."""
-  paper = spamlang_config.get_config("").model
-  ran = spamlang_config.get_config("cpu" if cpu else "").model
+  layers of width 576, sequences of 64, batch 128, bfloat16; None where
+  they match): read from the rows' `layers`, `block`, `batch`, `dtype`
+  and the full rank's width; a field a report did not save yet:
+  configs/spamlang.py's at its scale (`cpu`, the report config's
+  spamlang.cpu)."""
+  paper = spamlang_config.get_config("")
+  ran = spamlang_config.get_config("cpu" if cpu else "")
   widths = [r["D"] for r in rows if r["full_rank"]]
-  width = max(widths) if widths else ran.n_embd
-  layers = rows[0].get("layers", ran.n_layer) if rows else ran.n_layer
-  block = rows[0].get("block", ran.block_size) if rows else ran.block_size
-  if (layers, width, block) == (paper.n_layer, paper.n_embd,
-                                paper.block_size):
+  got = {"layers": ran.model.n_layer, "width": ran.model.n_embd,
+         "block": ran.model.block_size, "batch": ran.train.batch_size,
+         "dtype": ran.model.dtype}
+  for key in ("layers", "block", "batch", "dtype"):
+    seen = {r[key] for r in rows if key in r}
+    if len(seen) > 1:
+      raise claim.Unread(f"the rows ran several `{key}`: {sorted(seen)}")
+    got[key] = seen.pop() if seen else got[key]
+  got["width"] = max(widths) if widths else got["width"]
+  want = {"layers": paper.model.n_layer, "width": paper.model.n_embd,
+          "block": paper.model.block_size, "batch": paper.train.batch_size,
+          "dtype": paper.model.dtype}
+  if got == want:
     return None
-  return (f"model: {layers} llama-like layers of width {width}, sequences "
-          f"of {block} (Table 3 / Fig. 14: SmolLM2-135M's {paper.n_layer} "
-          f"layers of width {paper.n_embd}, sequences of {paper.block_size})")
+  said = lambda m: (f"{m['layers']} llama-like layers of width {m['width']}"
+                    f", sequences of {m['block']}, batch {m['batch']}, "
+                    f"{m['dtype']}")
+  return f"model: {said(got)} (Table 3 / Fig. 14: {said(want)})"
 
 
 def b2_deviation(b2s) -> str | None:
@@ -234,8 +246,9 @@ def effects_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
       "SpamLang's definition inferred (configs/spamlang.py); variant "
       f"{e['variant']}",
       model_said(rows, cpu),
-      f"V up to {e['vocabs'][-1]} (Fig. 14's range of V is not in our "
-      "copy's text; --scale=paper runs to 131072)",
+      f"V up to {e['vocabs'][-1]}, where --scale=paper runs to 131072 (Fig."
+      " 14's own range of V is not in our copy's text)"
+      if e["vocabs"][-1] < 131072 else None,
       b2_deviation([e["b2"]]),
       steps_said(rows)) if x)
   if len(rises) < 2:

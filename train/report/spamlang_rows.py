@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck import stats
+from configs import spamlang as spamlang_config
 from train.report import claim, spamlang_effects
 from train.report.spamlang_effects import TABLE3_B2
 from train.report.claim import (CANNOT, CONSISTENT, DISAGREES, REPRODUCED,
@@ -230,18 +231,23 @@ def split(rows) -> tuple[list[dict], list[dict]]:
   return base, b2_rows
 
 
-def _checked(s) -> list[dict]:
+def _checked(s, cfg) -> list[dict]:
+  """The section's rows, each number checked; a report from before rows
+  carried Adam's beta2: configs/spamlang.py's at the report's scale."""
   r = claim.records(s, "rows", need=("V", "lr", "steps", "final_val_loss",
                                      "accuracy"))
+  b2 = spamlang_config.get_config("cpu" if _cpu(cfg) else "").train.b2
+  out = []
   for i, x in enumerate(r):
     claim.num(x, "seed", at=f"rows[{i}]")
-  return r
+    out.append(x if "b2" in x else dict(x, b2=b2))
+  return out
 
 
 def read_claim(s, cfg):
   """The project's reading (`assess` on the base arm; Table 3's beta2 arm
   as its b2_rows; a report before arms: its `b2_rows`)."""
-  rows = _checked(s)
+  rows = _checked(s, cfg)
   base, b2_rows = split(rows)
   b2_rows += s.get("b2_rows") or []
   for i, x in enumerate(b2_rows):
@@ -258,8 +264,8 @@ def _cpu(cfg) -> bool:
 
 
 def read_effects(s, cfg):
-  return spamlang_effects.effects_row(_checked(s), cpu=_cpu(cfg))
+  return spamlang_effects.effects_row(_checked(s, cfg), cpu=_cpu(cfg))
 
 
 def read_tied(s, cfg):
-  return spamlang_effects.tied_row(_checked(s), cpu=_cpu(cfg))
+  return spamlang_effects.tied_row(_checked(s, cfg), cpu=_cpu(cfg))
