@@ -128,6 +128,17 @@ class LedgerTest(absltest.TestCase):
     self.assertIn("## Claims ledger", run.stdout)
     # It prints the saved rows, not rows recomputed from the sections.
     self.assertIn("a number only the saved ledger holds", run.stdout)
+    # --recompute reads them afresh from the sections, naming the commit.
+    saved["environment"] = {"commit": "abc1234"}
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+      json.dump(saved, f)
+    run = subprocess.run([sys.executable, "-m", "train.report.ledger",
+                          f"--outdir={outdir}", "--recompute"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    self.assertNotIn("a number only the saved ledger holds", run.stdout)
+    self.assertIn("report at commit abc1234 (--recompute)", run.stdout)
+    self.assertEqual(ledger.recomputed(outdir)[0], ledger.rows({}, {
+        "scale": "quick"}))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 a report's results.json (the numbers its sections saved), never typed in.
 
   python -m train.report.ledger --outdir=report      # print it as markdown
+  python -m train.report.ledger --outdir=report --recompute   # read afresh
 
 The report opens with it (train/report/runner.py) and results.json carries
 it as its top-level `ledger` list, which this binary prints. A row is a
@@ -240,14 +241,39 @@ def from_folder(outdir: str) -> tuple[list[dict], str]:
   return _saved_rows(saved["ledger"], path), saved["config"]["scale"]
 
 
+def recomputed(outdir: str) -> tuple[list[dict], str, str | None]:
+  """(rows, scale, the report's commit) of `outdir`'s report, the rows
+  read afresh by this code from its saved sections and config: a reading
+  changed since the report ran, its numbers not."""
+  path = os.path.join(outdir, "results.json")
+  if not os.path.isfile(path):
+    raise ValueError(f"`outdir` {outdir!r} holds no results.json (run "
+                     "python -m train.report --outdir=... first).")
+  saved = read_results(path, "run the report again into a new --outdir.")
+  return (rows(saved["sections"], saved["config"]), saved["config"]["scale"],
+          (saved.get("environment") or {}).get("commit"))
+
+
 def main(argv):
-  """Prints the ledger of --outdir's report."""
+  """Prints the ledger of --outdir's report (--recompute: read afresh)."""
   del argv
-  ledger_rows, scale = from_folder(flags.FLAGS.outdir)
+  if flags.FLAGS.recompute:
+    ledger_rows, scale, commit = recomputed(flags.FLAGS.outdir)
+    print(f"Rows read by this code from the sections of the report at "
+          f"commit {commit} (--recompute).\n")
+  else:
+    ledger_rows, scale = from_folder(flags.FLAGS.outdir)
   print(markdown(ledger_rows, scale))
+
+
+def _flags():
+  flags.DEFINE_string("outdir", "report", "A report folder (its "
+                      "results.json).")
+  flags.DEFINE_bool("recompute", False, "Read the rows afresh from the "
+                    "saved sections with this code (a reading changed since "
+                    "the report ran) instead of printing the saved ones.")
 
 
 if __name__ == "__main__":
   from bottleneck.io import cli  # pylint: disable=g-import-not-at-top
-  cli.run_binary(main, lambda: flags.DEFINE_string(
-      "outdir", "report", "A report folder (its results.json)."))
+  cli.run_binary(main, _flags)

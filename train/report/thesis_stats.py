@@ -218,19 +218,33 @@ def alike_row(s) -> claim.Row:
                      "the thesis compares them on is absent; more steps "
                      "would decide", deviations(p))
   tau = ALIKE_SHARE * gap
+  unc = claim.bracket(lo, hi, ".3f", f"{100 * LEVEL:.0f} % paired bootstrap "
+                      f"over the windows (evaluation noise only; "
+                      f"{p['seeds']} seed)")
+  devs = deviations(p) + (f"threshold inferred ({ALIKE_SHARE:g} of the "
+                          "distance to Model 7)",)
+  if max(below_uni) < tau:
+    # Every one of them lies between the unigram and max(below_uni) under
+    # it, so the spread cannot reach tau: a test that cannot disagree.
+    return claim.Row(claim.TOO_SMALL, ours, stat + f" = {tau:.3f}",
+                     sample(p), unc, (
+                         f"Models 1-6 sit {min(below_uni):.3f}.."
+                         f"{max(below_uni):.3f} nats under the unigram, less "
+                         f"than the threshold {tau:.3f}: their spread cannot "
+                         "exceed it whatever their heads and layers (alike "
+                         "because none has learned much past the unigram); "
+                         f"runs past the unigram by more than {tau:.3f} "
+                         f"(more than {p['steps']:.0f} of the thesis's "
+                         f"{p['thesis_steps']:,.0f} steps), over seeds, "
+                         "would decide"), devs)
   verdict = claim.side(lo, hi, tau, agrees_above=False)
   why = {claim.DISAGREES: "the spread exceeds the threshold clear of the "
                           "evaluation noise (one seed: seeds would confirm)",
          claim.TOO_SMALL: "the spread's interval straddles the threshold; "
                           "seeds and more windows would decide"}.get(
                               verdict, "")
-  return claim.Row(verdict, ours, stat + f" = {tau:.3f}", sample(p),
-                   claim.bracket(lo, hi, ".3f", f"{100 * LEVEL:.0f} % paired "
-                                 "bootstrap over the windows (evaluation "
-                                 f"noise only; {p['seeds']} seed)"), why,
-                   deviations(p) + (
-                       f"threshold inferred ({ALIKE_SHARE:g} of the "
-                       "distance to Model 7)",))
+  return claim.Row(verdict, ours, stat + f" = {tau:.3f}", sample(p), unc,
+                   why, devs)
 
 
 def rounded_like(count: int, printed: str) -> str:
