@@ -77,6 +77,8 @@ GAP_005 = (curve([(20, 700), (40, 350), (50, 100), (60, 0)], 700),
            curve([(20, 700), (40, 385), (50, 100), (60, 0)], 700))
 SMOL_DIFF = (curve([(40, 190), (50, 190), (60, 190), (70, 146)], 200),
              curve([(40, 200), (50, 200), (60, 200), (70, 150)], 200))
+SMOL_FAR = (curve([(40, 190), (50, 150), (60, 100), (70, 40)], 200),
+            curve([(40, 200), (50, 200), (60, 190), (70, 150)], 200))
 MINILM_10 = (curve([(40, 10), (50, 8), (60, 2)], 10),
              curve([(40, 10), (50, 9), (60, 3)], 10))
 NOT_RUN_HEADS = {"smollm2": N, "gemma3": N}
@@ -169,8 +171,13 @@ CASES = [
          "MiniLM at 10 subsets per m"),
     Case("001", "Fig. 1 (solid vs dotted)", trained(
         {"minilm": MINILM_10, "smollm2": SMOL_DIFF}), CONFIG,
+         {"minilm": T, "smollm2": T, "gemma3": N},
+         "SmolLM2 0.95 vs 1.00 at 200 subsets per m: significant, but the "
+         "interval reaches inside +-0.1"),
+    Case("001", "Fig. 1 (solid vs dotted)", trained(
+        {"minilm": MINILM_10, "smollm2": SMOL_FAR}), CONFIG,
          {"minilm": T, "smollm2": D, "gemma3": N},
-         "SmolLM2 0.95 vs 1.00 at 200 subsets per m"),
+         "SmolLM2 0.5 vs 0.95 at m = 60: clear of +-0.1"),
     Case("001", "Fig. 1 (solid vs dotted)", trained(
         {"smollm2": ALIKE, "gemma3": ALIKE}), CONFIG,
          {"smollm2": R, "gemma3": R}, "700 subsets per m, alike"),
@@ -313,7 +320,9 @@ class SeedLpRowsTest(absltest.TestCase):
     got = lp_claims.comparison_row(
         curve([(40, big // 2)], big), curve([(40, big // 2 + 10 ** 9)], big),
         ("a", "b"), statistic="")
-    self.assertEqual(got.verdict, D)  # Gap 0.001: significant at 1e12.
+    # Gap 0.001: significant at 1e12, but inside the +-0.1 margin.
+    self.assertEqual(got.verdict, R)
+    self.assertIn("alike within the margin", got.why)
     self.assertLess(time.perf_counter() - start, 5)
     with self.assertRaisesRegex(ValueError, "n1"):
       st.fisher_rejects(-1, 5, 0.05)

@@ -285,7 +285,11 @@ def _equivalence_need(c: st.Comparison) -> str:
 def comparison_row(a, b, names, *, statistic: str, deviations=(),
                    subject: str = "", decides: str = "") -> Row:
   """Two curves alike (the paper's claim) or not: DISAGREES where a
-  Holm-adjusted Fisher p < 0.05; REPRODUCED where the difference's
+  Holm-adjusted Fisher p < 0.05 at an m whose difference's Newcombe
+  interval lies clear of +-0.1 (the margin of 'alike'; significant but
+  reaching inside it: TOO_SMALL; significant and every interval within
+  it: REPRODUCED, alike within the margin); REPRODUCED where the
+  difference's
   Newcombe interval (Bonferroni over the m in the transition) lies within
   +-0.1 at every such m, an equivalence test; TOO_SMALL otherwise, its
   `why` the subsets per m that would decide (and `decides`, the run that
@@ -298,9 +302,31 @@ def comparison_row(a, b, names, *, statistic: str, deviations=(),
          f"transition at {c.level:.4g} (Bonferroni), within +-{st.DIFF} "
          "(alike)")
   if c.word == "differ":
-    return Row(DISAGREES, ours, statistic, n, unc, f"the curves differ at "
-               f"m = {c.worst['m']} (Holm p {c.worst['p_holm']:.3g})",
-               tuple(deviations), subject=subject)
+    sig = [r for r in c.rows if r["p_holm"] < st.ALPHA]
+    clear = [r for r in sig if r["lo"] > st.DIFF or r["hi"] < -st.DIFF]
+    if clear:
+      r = min(clear, key=lambda r: r["p_holm"])
+      return Row(DISAGREES, ours, statistic, n, unc, (
+          f"the curves differ at m = {r['m']} (Holm p {r['p_holm']:.3g}), "
+          f"the difference's interval [{r['lo']:+.3f}, {r['hi']:+.3f}] "
+          f"clear of +-{st.DIFF}"), tuple(deviations), subject=subject)
+    moving = [r for r in c.rows if 0 < r["k1"] + r["k2"] < r["n1"] + r["n2"]]
+    if moving and all(-st.DIFF < r["lo"] and r["hi"] < st.DIFF
+                      for r in moving):
+      return Row(REPRODUCED, ours, statistic, n, unc, (
+          f"a significant difference (Holm p {c.worst['p_holm']:.3g} at m = "
+          f"{c.worst['m']}) smaller than +-{st.DIFF} at every m in the "
+          "transition: alike within the margin"), tuple(deviations),
+                 subject=subject)
+    r = c.worst
+    why = (f"the curves differ at m = {r['m']} (Holm p {r['p_holm']:.3g}) "
+           f"but the difference's interval [{r['lo']:+.3f}, "
+           f"{r['hi']:+.3f}] reaches inside +-{st.DIFF}, the margin the "
+           "'alike' side uses: a difference of undetermined size; more "
+           "subsets per m would decide")
+    why += f" ({decides})" if decides else ""
+    return Row(TOO_SMALL, ours, statistic, n, unc, why, tuple(deviations),
+               subject=subject)
   if c.word == "alike":
     return Row(REPRODUCED, ours, statistic, n, unc,
                deviations=tuple(deviations), subject=subject)
