@@ -213,6 +213,8 @@ CASES = [
     grad(FIG8, _efficiency([0.05, 0.0, 0.05], [0.002, 0.002, 0.002]),
          claim.NOT_RUN, "a zero decrease along the logits: not run"),
     grad(FIG2, _head(rank=((512, 512), (4096, 2951))), D, "72 % of V"),
+    grad(FIG2, _head(rank=((512, 512), (4096, 3016), (8192, 4087))), D,
+         "99.8 % at T = 2V but 73.6 % at T = V: the lowest decides"),
     Case("002", LOW, _lowrank_rows(), CFG, {"": C},
          "flat on both seeds, D = 256 reaches D = 8's loss sooner"),
     Case("002", LOW, _lowrank_rows(top_end=5.5), CFG, {"": D},
