@@ -141,8 +141,12 @@ CASES = [
            "another size, the bound inside the only interval"),
     *_both(PROP2, _prop2(QUICK_PROP2), T,
            "quick: 5 subsets per m, every interval holds (11)"),
-    *_both(PROP2, _prop2(FULL_PROP2), R,
-           "m = 40: 5/20 in 0.09 .. 0.49, over (11)'s 0.042"),
+    *_both(PROP2, _prop2(FULL_PROP2), T,
+           "m = 40: 5/20 clears (11)'s 0.042, but at m = 35, where (11) "
+           "is informative (0.42), 11/20 in 0.32 .. 0.77 straddles it"),
+    *_both(PROP2, _prop2({**FULL_PROP2, 35: (200, 150, .41927)}), R,
+           "m = 35: 150/200 in 0.68 .. 0.81, over (11)'s 0.42: every "
+           "informative m cleared"),
     *_both(PROP2, _prop2(FULL_PROP2, failed=1), D,
            "the construction failed where the event held"),
     *_both(PROP2, _prop2({35: (40, 5, .41927)}), D,
