@@ -68,7 +68,11 @@ def _transition_row(recs, paper, level) -> Row:
              f"against the paper's {m_p} +- {res}",
              f"{st.n_text(recs)} subsets per m", "95 % Clopper-Pearson per "
              "m; m* in [last m certified >= level, first m certified below "
-             "- 1]", why)
+             "- 1]", why, (
+                 f"threshold inferred: the paper's 'close to one' read as "
+                 f"P(selectable) >= {level}",
+                 f"resolution inferred: the paper's {m_p} read as +- {res} "
+                 "(the step of its stated or drawn transition)"))
 
 
 def _shape(s, cfg) -> tuple[int, int]:

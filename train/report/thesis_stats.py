@@ -78,7 +78,9 @@ def deviations(p: dict) -> tuple[str, ...]:
   seeds."""
   share = 100 * p["steps"] / p["thesis_steps"]
   return (f"steps: {p['steps']:.0f} of the thesis's "
-          f"{p['thesis_steps']:,.0f} ({share:.2g} %)",
+          f"{p['thesis_steps']:,.0f} ({share:.2g} %; its '20,000 epochs' "
+          "read as steps, as it says once; its tokens per step unstated, "
+          "so a share of steps, not of compute)",
           f"corpus: {p['corpus']}, not TinyStories",
           f"{p['seeds']} seed per model: training noise unmeasured")
 
