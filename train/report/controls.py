@@ -127,12 +127,15 @@ def features(workdir: str, batches: int):
                                          method="hidden"))
   train, _, _ = data.make_loaders(config)
   xy = [train.batch(i) for i in range(batches)]
-  tx, ty = np.concatenate([x for x, _ in xy]), np.concatenate(
-      [y for _, y in xy])
   vx, vy = thesis_eval.eval_windows(config)
   flat = lambda x: np.asarray(hidden(x), np.float32).reshape(
       -1, cfg.n_embd)
-  return flat(tx), ty.reshape(-1), flat(vx), vy.reshape(-1)
+  # One training batch per forward: all of them at once held every
+  # layer's activations for 131k tokens (the quick report's peak RSS went
+  # from 2.1 to 4.0 GB here).
+  tx = np.concatenate([flat(x) for x, _ in xy])
+  ty = np.concatenate([y.reshape(-1) for _, y in xy])
+  return tx, ty, flat(vx), vy.reshape(-1)
 
 
 def lowrank(rows, batches: int = FEATURE_BATCHES) -> list[dict]:
