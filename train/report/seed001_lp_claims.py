@@ -330,9 +330,7 @@ def comparison_row(a, b, names, *, statistic: str, deviations=(),
           f"the curves differ at m = {r['m']} (Holm p {r['p_holm']:.3g}), "
           f"the difference's interval [{r['lo']:+.3f}, {r['hi']:+.3f}] "
           f"clear of +-{st.DIFF}"), tuple(deviations), subject=subject)
-    moving = [r for r in c.rows if 0 < r["k1"] + r["k2"] < r["n1"] + r["n2"]]
-    if moving and all(-st.DIFF < r["lo"] and r["hi"] < st.DIFF
-                      for r in moving):
+    if c.alike:
       return Row(REPRODUCED, ours, statistic, n, unc, (
           f"a significant difference (Holm p {c.worst['p_holm']:.3g} at m = "
           f"{c.worst['m']}) smaller than +-{st.DIFF} at every m in the "

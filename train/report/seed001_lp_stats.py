@@ -268,6 +268,8 @@ class Comparison(NamedTuple):
   widest: dict | None  # The m in the transition whose interval reaches
   #                      furthest from 0 (None: no m in the transition).
   level: float  # Confidence of each difference's interval (Bonferroni).
+  alike: bool = False  # Every m in the transition has its difference's
+  #                      interval within +-diff (whatever `word` says).
 
 
 def _moving(r) -> bool:
@@ -308,7 +310,7 @@ def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
   word = ("differ" if worst["p_holm"] < alpha else
           "alike" if alike else "small")
   return Comparison(rows, worst, min_power, bool(moving), word, widest,
-                    level)
+                    level, alike)
 
 
 def comparison_text(c: Comparison, names=("a", "b")) -> str:
