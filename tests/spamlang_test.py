@@ -93,6 +93,28 @@ class SweepTest(absltest.TestCase):
     self.assertEqual({s[6] for s in fresh}, {"fresh_first"})
     self.assertEqual({s[5] for s in seen if s[0] == ""}, {0.999})
 
+  def test_lrs_past_the_first_stop_at_the_grid_vocab(self):
+    from train.report import spamlang as section  # pylint: disable=g-import-not-at-top
+    from configs import report  # pylint: disable=g-import-not-at-top
+    c = report.get_config("tiny").spamlang
+    c.lrs, c.lr_grid_vocab = (3e-3, 1e-3), 64
+    seen = []
+
+    def fake_run(cfg, outdir, arm=""):
+      del outdir
+      seen.append((arm, cfg.data.spamlang_vocab, cfg.train.lr))
+      return {"accuracy": 1.0}
+
+    with mock.patch.object(section, "run", fake_run):
+      section.sweep(c, "o")
+    # V = 256 at the first lr alone, in every arm; V = 64 at both.
+    self.assertEqual({s[2] for s in seen if s[1] == 256}, {3e-3})
+    self.assertEqual({s[2] for s in seen if s[1] == 64}, {3e-3, 1e-3})
+    self.assertIn("V = 256 at the first alone", section.grid_said(c))
+    c.lr_grid_vocab = 0
+    self.assertEqual(section.vocabs_at(c, 1e-3), [64, 256])
+    self.assertEqual(section.grid_said(c), "")
+
   def test_a_bad_arm_is_refused_by_name(self):
     from train.report import spamlang as section  # pylint: disable=g-import-not-at-top
     with self.assertRaisesRegex(ValueError, r"`spamlang.arms` entry "

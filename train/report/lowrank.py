@@ -204,9 +204,12 @@ def section(config, outdir: str) -> Section:
       markdown(verdict(rows, c.flat)),
       f"One backbone ({model}); only the head W = A B changes rank D, D/V "
       f"from 1/{v // ranks[0]} to 1/{v // ranks[-1]} (the paper: 1/1536 .. "
-      f"1/12). The largest D ran first, its steps doubled (up to "
-      f"{c.doublings} times, the smallest D run at each length too) until "
-      f"its validation loss was flat on every seed: a least-squares line "
+      f"1/12). The largest D ran first"
+      + (f", its steps doubled (up to {c.doublings} times, the smallest D "
+         "run at each length too) until its validation loss was flat on "
+         "every seed" if c.doublings else f" at {c.steps} steps (no "
+         "doubling at this scale: `doublings` 0), its flatness judged")
+      + ": a least-squares line "
       f"through the evaluations of the last quarter of its stable phase "
       f"({WINDOW_EVALS} spread over it; fewer than {MIN_WINDOW_EVALS} cannot "
       "speak) falls by less than "
