@@ -109,3 +109,21 @@ def row_histograms(w_vxd, seed: int = 0, bins: int = 60) -> dict:
                   "cos_edges": cos_edges.tolist(),
                   "cos_density": cos_counts.tolist()}
   return out
+
+
+def identical_row_groups(w_vxd) -> list[np.ndarray]:
+  """Groups (>= 2 tokens each) of bit-identical rows: such tokens always
+  share their logit, so an m-subset holding some of a group but not all
+  is never the strict top m (seed 001's LP: t* >= the subset's logit)."""
+  w = np.ascontiguousarray(np.asarray(w_vxd))
+  keys = w.view(np.dtype((np.void, w.dtype.itemsize * w.shape[1]))).ravel()
+  _, inverse, counts = np.unique(keys, return_inverse=True,
+                                 return_counts=True)
+  return [np.flatnonzero(inverse == g) for g in np.flatnonzero(counts > 1)]
+
+
+def splits_a_group(subset, groups) -> bool:
+  """Whether `subset` holds some but not all tokens of one of `groups`."""
+  chosen = set(np.asarray(subset).tolist())
+  return any(0 < sum(int(t) in chosen for t in g) < len(g) for g in groups)
+

@@ -22,6 +22,24 @@ class HeadStatsTest(absltest.TestCase):
     self.assertEqual(head_stats.top_mass(p, [1], 0.9)[2],
                      np.searchsorted(mean_curve, 0.9) + 1)
 
+  def test_identical_row_groups(self):
+    w = np.random.default_rng(2).standard_normal((40, 6)).astype(np.float32)
+    w[[7, 19, 33]] = w[3]  # One group of four, one of two.
+    w[25] = w[11]
+    w[12] = w[13] + np.float32(1e-7) * (w[13] == 0) + np.nextafter(
+        w[13], np.inf) - w[13]  # A near twin: not identical.
+    want = [sorted(i for i in range(40) if np.array_equal(w[i], w[j]))
+            for j in range(40)]
+    want = sorted({tuple(g) for g in want if len(g) > 1})
+    got = sorted(tuple(g.tolist()) for g in head_stats.identical_row_groups(w))
+    self.assertEqual(got, want)
+    self.assertEqual(got, [(3, 7, 19, 33), (11, 25)])
+    groups = head_stats.identical_row_groups(w)
+    self.assertTrue(head_stats.splits_a_group([3, 7, 0], groups))
+    self.assertFalse(head_stats.splits_a_group([3, 7, 19, 33, 0], groups))
+    self.assertFalse(head_stats.splits_a_group([0, 1, 2], groups))
+    self.assertEqual(head_stats.identical_row_groups(w[:3]), [])
+
   def test_rows_random_like_and_cosines(self):
     w = np.abs(np.random.default_rng(1).standard_normal((300, 10))) + 0.1
     rnd = head_stats.random_like(w)

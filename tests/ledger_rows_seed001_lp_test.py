@@ -2,7 +2,8 @@
 side of their thresholds, and their statistics (seed001_lp_stats) against
 scipy: Fisher's exact test's power by enumeration, Holm by its
 definition, m*'s Clopper-Pearson bracket, Newcombe's interval (Wilson's
-ends from scipy; Newcombe 1998's worked example)."""
+ends from scipy; Newcombe 1998's worked example), McNemar's exact test
+(scipy's binomial test) and the paired interval (its coverage)."""
 
 import itertools
 import time
@@ -34,6 +35,29 @@ def rec(m, k, n):
 def curve(pairs, n):
   """Records from [(m, k), ...] at n subsets per m."""
   return [rec(m, k, n) for m, k in pairs]
+
+
+def paired(cells):
+  """Two curves over the same subsets from [(m, both, only a, only b,
+  neither)], each record's trials_detail trial by trial."""
+  out = ([], [])
+  for m, *counts in cells:
+    kinds = sum(([k] * c for k, c in zip(
+        ((1, 1), (1, 0), (0, 1), (0, 0)), counts)), [])
+    for side in (0, 1):
+      detail = [{"verdict": "feasible" if k[side] else "infeasible"}
+                for k in kinds]
+      out[side].append(dict(rec(m, sum(k[side] for k in kinds),
+                                len(kinds)), trials_detail=detail))
+  return out
+
+
+PAIRED_ALIKE = paired([(20, 700, 0, 0, 0), (40, 345, 5, 12, 338),
+                       (60, 0, 0, 0, 700)])
+# 350 against 385 of 700 at m = 40, half the pairs discordant: McNemar p
+# 0.08, the paired interval past -0.1.
+PAIRED_GAP = paired([(20, 700, 0, 0, 0), (40, 175, 175, 210, 140),
+                     (50, 50, 25, 25, 600), (60, 0, 0, 0, 700)])
 
 
 def fig3_row(d, m_star, probes, n=20, big_n=32000):
@@ -150,22 +174,22 @@ CASES = [
          {"": T}, "the smallest N's bracket [0, inf]; the largest N's 15/20 "
          "at 31 against 20/20 at 40: Fisher p 0.047, Holm over 2 pairs "
          "not significant (the old rule, hi 30 < m* 40, said reproduced)"),
-    # App. D: Fisher per m, Holm; power.
+    # App. D: McNemar per m on the same subsets, Holm; paired intervals.
     Case("001", "App. D / Fig. 6", {"natural": {
-        "natural": ALIKE[0], "uniform": ALIKE[1]}}, CONFIG, {"": R},
-         "700 subsets per m, no difference: power >= 0.8 everywhere"),
+        "natural": PAIRED_ALIKE[0], "uniform": PAIRED_ALIKE[1]}}, CONFIG,
+         {"": R}, "700 subsets per m, 17 discordant at m = 40: alike"),
+    Case("001", "App. D / Fig. 6", {"natural": dict(zip(
+        ("natural", "uniform"), paired([(20, 100, 0, 0, 0),
+                                        (40, 20, 0, 60, 20)])))}, CONFIG,
+         {"": D}, "0.2 against 0.8 at m = 40"),
+    Case("001", "App. D / Fig. 6", {"natural": dict(zip(
+        ("natural", "uniform"), paired([(20, 20, 0, 0, 0),
+                                        (40, 5, 5, 5, 5)])))}, CONFIG,
+         {"": T}, "20 subsets: no power"),
     Case("001", "App. D / Fig. 6", {"natural": {
-        "natural": curve([(20, 100), (40, 20)], 100),
-        "uniform": curve([(20, 100), (40, 80)], 100)}}, CONFIG, {"": D},
-         "0.2 against 0.8 at m = 40"),
-    Case("001", "App. D / Fig. 6", {"natural": {
-        "natural": curve([(20, 20), (40, 10)], 20),
-        "uniform": curve([(20, 20), (40, 10)], 20)}}, CONFIG, {"": T},
-         "20 subsets: no power"),
-    Case("001", "App. D / Fig. 6", {"natural": {
-        "natural": GAP_005[0], "uniform": GAP_005[1]}}, CONFIG, {"": T},
-         "a gap of 0.05 at 700 subsets: not significant, power 0.89, "
-         "its interval past -0.1: not shown alike"),
+        "natural": PAIRED_GAP[0], "uniform": PAIRED_GAP[1]}}, CONFIG,
+         {"": T}, "a gap of 0.05 at 700 subsets, half the pairs "
+         "discordant: not significant, its interval past -0.1"),
     # Trained vs Gaussian, one row per subject.
     Case("001", "Fig. 1 (solid vs dotted)", trained({"minilm": MINILM_10}),
          CONFIG, {"minilm": T, **NOT_RUN_HEADS},
@@ -289,6 +313,20 @@ class SeedLpRowsTest(absltest.TestCase):
     self.assertIn("definition of 'slowly' inferred (log-log slope > -0.5)",
                   r.deviations)
 
+  def test_identical_rows_are_a_deviation(self):
+    numbers = trained({"smollm2": ALIKE})
+    numbers["trained"]["pairs"]["smollm2"]["identical_rows"] = {
+        "tokens": 15, "groups": 4, "split_subsets": [
+            {"m": 20, "split": 3}, {"m": 40, "split": 5}]}
+    (r, _) = row(Case("001", "Fig. 1 (solid vs dotted)", numbers, CONFIG,
+                      {}))
+    said = " ".join(r.deviations)
+    self.assertIn("15 tokens in 4 groups of identical rows", said)
+    self.assertIn("20: 3, 40: 5", said)
+    (r, _) = row(Case("001", "Fig. 1 (solid vs dotted)", trained(
+        {"smollm2": ALIKE}), CONFIG, {}))
+    self.assertNotIn("identical", " ".join(r.deviations))
+
   def test_malformed_counts_are_named(self):
     bad = {"negative trials": (rec(40, 5, -10), "trials"),
            "feasible > trials": (rec(40, 11, 10), "feasible"),
@@ -351,6 +389,41 @@ class SeedLpRowsTest(absltest.TestCase):
       ci = sps.binomtest(k, n).proportion_ci(0.99, "wilson")
       np.testing.assert_allclose(st.wilson(k, n, 0.99), (ci.low, ci.high),
                                  atol=1e-12)
+
+  def test_mcnemar_against_scipy(self):
+    for b, c in ((0, 0), (5, 12), (0, 7), (175, 210), (60, 0), (3, 3)):
+      want = sps.binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
+      self.assertAlmostEqual(st.mcnemar_p(b, c), want, 10)
+
+  def test_paired_interval(self):
+    # Uncorrelated pairs (phi = 0): the unpaired interval at n1 = n2.
+    np.testing.assert_allclose(st.newcombe_paired(10, 10, 10, 10, 0.95),
+                               st.newcombe(20, 40, 20, 40, 0.95))
+    # Correlated pairs narrow it, around the same difference.
+    lo, hi = st.newcombe_paired(345, 5, 12, 338, 0.95)
+    ulo, uhi = st.newcombe(350, 700, 357, 700, 0.95)
+    self.assertTrue(ulo < lo < -0.01 < hi < uhi)
+    # Coverage at 95 % on correlated pairs (Newcombe's method 10 keeps
+    # close to nominal): 2000 draws of 60 pairs.
+    rng = np.random.default_rng(0)
+    cells = np.array([0.35, 0.05, 0.15, 0.45])  # p1 0.40, p2 0.50.
+    hits = 0
+    for draw in rng.multinomial(60, cells, size=2000):
+      lo, hi = st.newcombe_paired(*map(int, draw), 0.95)
+      hits += lo <= -0.1 <= hi
+    self.assertGreater(hits / 2000, 0.93)
+
+  def test_paired_comparison_needs_the_same_subsets(self):
+    a, b = paired([(40, 50, 0, 10, 40)])
+    c = st.compare(a, b, paired=True)
+    self.assertEqual(c.rows[0]["pairs"], (50, 0, 10, 40))
+    self.assertLess(c.worst["p"], 0.01)  # McNemar sees the nested gap ...
+    self.assertGreater(st.compare(a, b).worst["p"], 0.1)  # ... Fisher not.
+    with self.assertRaisesRegex(ValueError, "same subsets"):
+      st.compare(curve([(40, 50)], 100), b, paired=True)
+    short = [dict(b[0], trials_detail=b[0]["trials_detail"][:-1])]
+    with self.assertRaisesRegex(ValueError, "m = 40"):
+      st.compare(a, short, paired=True)
 
   def test_subsets_for_equivalence(self):
     n = st.subsets_for_equivalence(0.5, 0.52, 4)

@@ -272,11 +272,11 @@ PAPER_NATURAL = ("the paper: next-token probabilities of GPT-2 on news as "
 
 def natural_verdict(natural, uniform, spread, eps: float) -> Verdict:
   """Appendix D read off the two sweeps (same subsets) by the ledger's
-  test (Fisher per m, Holm; its power to see 0.1), with what eq. (17)
+  test (McNemar per m on the same subsets, Holm), with what eq. (17)
   allows: targets only move the LP's right-hand side within [1, 1 + R],
   against a gap eps to the other tokens' threshold."""
   row = lp_claims.comparison_row(natural, uniform, ("natural", "uniform"),
-                                 statistic="")
+                                 statistic="", paired=True)
   differ = sum(a["feasible"] != b["feasible"]
                for a, b in zip(natural, uniform))
   r_nat = max(r["R_natural_max"] for r in spread)

@@ -303,7 +303,8 @@ def _equivalence_need(c: st.Comparison) -> str:
 
 
 def comparison_row(a, b, names, *, statistic: str, deviations=(),
-                   subject: str = "", decides: str = "") -> Row:
+                   subject: str = "", decides: str = "",
+                   paired: bool = False) -> Row:
   """Two curves alike (the paper's claim) or not: DISAGREES where a
   Holm-adjusted Fisher p < 0.05 at an m whose difference's Newcombe
   interval lies clear of +-0.1 (the margin of 'alike'; significant but
@@ -313,14 +314,16 @@ def comparison_row(a, b, names, *, statistic: str, deviations=(),
   Newcombe interval (Bonferroni over the m in the transition) lies within
   +-0.1 at every such m, an equivalence test; TOO_SMALL otherwise, its
   `why` the subsets per m that would decide (and `decides`, the run that
-  has them, when given)."""
-  c = st.compare(a, b)
+  has them, when given). `paired`: the curves ran the same subsets
+  (McNemar's exact test and Newcombe's paired interval; st.compare)."""
+  c = st.compare(a, b, paired=paired)
   ours = st.comparison_text(c, names)
   n = f"{st.n_text(list(a) + list(b))} subsets per m and curve"
-  unc = (f"Fisher's exact test per m, Holm-corrected at {st.ALPHA} (a "
-         f"difference); Newcombe's interval of the difference per m in the "
-         f"transition at {c.level:.4g} (Bonferroni), within +-{st.DIFF} "
-         "(alike)")
+  unc = (("McNemar's exact test per m on the same subsets" if paired else
+          "Fisher's exact test per m") + f", Holm-corrected at {st.ALPHA} "
+         f"(a difference); Newcombe's {'paired ' * paired}interval of the "
+         f"difference per m in the transition at {c.level:.4g} "
+         f"(Bonferroni), within +-{st.DIFF} (alike)")
   if c.word == "differ":
     sig = [r for r in c.rows if r["p_holm"] < st.ALPHA]
     clear = [r for r in sig if r["lo"] > st.DIFF or r["hi"] < -st.DIFF]
@@ -369,7 +372,7 @@ def read_natural(s, cfg):
   return comparison_row(
       nat, uni, ("natural", "uniform"),
       statistic="fraction selectable with natural vs uniform targets, per "
-      "m (the same subsets)",
+      "m (the same subsets, paired)", paired=True,
       deviations=(f"random {c['N']}x{c['d']} head", "targets: Shakespeare "
                   "word bigrams, not GPT-2 on news"))
 
@@ -395,6 +398,21 @@ def _paper_heads_trials() -> str:
           f"m, --scale=paper {paper}")
 
 
+def _identical_said(pair: dict, name: str) -> tuple[str, ...]:
+  """A deviation when the head has bit-identical rows (the section's
+  `identical_rows`): the subsets that split a group were unselectable by
+  construction, which a Gaussian twin never is."""
+  same = pair.get("identical_rows")
+  if not isinstance(same, dict) or not same.get("groups"):
+    return ()
+  split = ", ".join(f"{r['m']}: {r['split']}" for r in
+                    same.get("split_subsets", []))
+  return (f"{name}'s head has {same['tokens']} tokens in {same['groups']} "
+          "groups of identical rows: a subset holding part of a group is "
+          f"never selectable (subsets so split per m: {split or 'none'}); "
+          "its Gaussian twin has none",)
+
+
 def read_trained(s, cfg):
   """Fig. 1 solid vs dotted: each trained matrix against its Gaussian
   twin, one row per subject; a real LM head not run here is 'not run'."""
@@ -411,7 +429,7 @@ def read_trained(s, cfg):
         "selectable (equal logits), trained head vs a Gaussian of its "
         "shape, per m", deviations=TRAINED_DEVIATIONS.get(name, ()) + (
             "one Gaussian draw: the test covers the subsets, not the "
-            "draw",), decides=(_paper_heads_trials() if name in REAL_HEADS
+            "draw",) + _identical_said(p, name), decides=(_paper_heads_trials() if name in REAL_HEADS
                                else "")))
   out += [Row(NOT_RUN, "-", "-", "-", "-", f"{h}'s head not run here "
               "(trained.heads; --scale=full runs SmolLM2, --scale=paper "

@@ -256,6 +256,55 @@ def newcombe(k1: int, n1: int, k2: int, n2: int, level: float
           d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
+def mcnemar_p(b: int, c: int) -> float:
+  """McNemar's exact test of paired outcomes: two-sided p of b discordant
+  pairs one way and c the other under Bin(b + c, 1/2) (1 with none)."""
+  n = b + c
+  if n == 0:
+    return 1.0
+  pmf = np.exp(_log_fact(n)[n] - _log_fact(n) - _log_fact(n)[::-1]
+               - n * math.log(2))
+  return float(min(1.0, 2 * pmf[:min(b, c) + 1].sum()))
+
+
+def newcombe_paired(both: int, only1: int, only2: int, neither: int,
+                    level: float) -> tuple[float, float]:
+  """Newcombe's score interval of p1 - p2 from paired outcomes (Newcombe
+  1998b, method 10): Wilson ends of each fraction combined with the
+  pairs' phi correlation (0 where a margin is empty). With phi = 0 it is
+  the unpaired `newcombe` at n1 = n2."""
+  n = both + only1 + only2 + neither
+  k1, k2 = both + only1, both + only2
+  p1, p2 = k1 / n, k2 / n
+  l1, u1 = wilson(k1, n, level)
+  l2, u2 = wilson(k2, n, level)
+  margins = k1 * (n - k1) * k2 * (n - k2)
+  phi = ((both * neither - only1 * only2) / math.sqrt(margins)
+         if margins else 0.0)
+  d = p1 - p2
+  lo = (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
+  hi = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
+  return d - math.sqrt(max(lo, 0.0)), d + math.sqrt(max(hi, 0.0))
+
+
+def paired_counts(ra: dict, rb: dict) -> tuple[int, int, int, int]:
+  """(both, only a, only b, neither) selectable over the same subsets:
+  the two records' `trials_detail`, trial k against trial k (undecided
+  counted as not selectable); a ValueError naming the m if they do not
+  pair."""
+  da, db = ra.get("trials_detail"), rb.get("trials_detail")
+  if not (isinstance(da, list) and isinstance(db, list)) or len(da) != len(
+      db) or not da:
+    raise ValueError(f"m = {ra.get('m', '?')}: a paired comparison needs "
+                     "both curves' `trials_detail` over the same subsets "
+                     "(equal lengths)")
+  fa = [x.get("verdict") == "feasible" for x in da]
+  fb = [x.get("verdict") == "feasible" for x in db]
+  pairs = list(zip(fa, fb))
+  return (pairs.count((True, True)), pairs.count((True, False)),
+          pairs.count((False, True)), pairs.count((False, False)))
+
+
 class Comparison(NamedTuple):
   """Two selectability curves compared m by m."""
   rows: list  # Per m: m, k1, n1, k2, n2, p, p_holm, power, lo, hi.
@@ -270,18 +319,23 @@ class Comparison(NamedTuple):
   level: float  # Confidence of each difference's interval (Bonferroni).
   alike: bool = False  # Every m in the transition has its difference's
   #                      interval within +-diff (whatever `word` says).
+  paired: bool = False  # McNemar and the paired interval (same subsets).
 
 
 def _moving(r) -> bool:
   return 0 < r["k1"] + r["k2"] < r["n1"] + r["n2"]
 
 
-def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
+def compare(a, b, alpha: float = ALPHA, diff: float = DIFF,
+            paired: bool = False) -> Comparison:
   """Curve a against curve b (records over the same m): Fisher's exact
   test per m, Holm-corrected, for a difference; for equivalence (two one-
   sided tests, as intervals), Newcombe's interval of the difference at
   1 - alpha / k per m in the transition (k of them, Bonferroni) within
-  +-diff; the power to see `diff` at the pooled fraction, at alpha / k."""
+  +-diff; the power to see `diff` at the pooled fraction, at alpha / k.
+  `paired` (both curves over the same subsets, trial by trial): McNemar's
+  exact test and Newcombe's paired interval instead (the power stays
+  Fisher's, a lower bound where the pairs agree more than chance)."""
   b_of = {r["m"]: r for r in b}
   pairs = [(ra, b_of[ra["m"]]) for ra in a if ra["m"] in b_of]
   if not pairs:
@@ -291,9 +345,13 @@ def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
     (k1, n1), (k2, n2) = selectable(ra), selectable(rb)
     if not (n1 and n2):
       raise ValueError(f"`trials` is 0 at m = {ra['m']}")
-    raw.append(fisher_p(k1, n1, k2, n2))
-    rows.append({"m": ra["m"], "k1": k1, "n1": n1, "k2": k2, "n2": n2,
-                 "p": raw[-1]})
+    row = {"m": ra["m"], "k1": k1, "n1": n1, "k2": k2, "n2": n2}
+    if paired:
+      row["pairs"] = paired_counts(ra, rb)
+      raw.append(mcnemar_p(*row["pairs"][1:3]))
+    else:
+      raw.append(fisher_p(k1, n1, k2, n2))
+    rows.append(dict(row, p=raw[-1]))
   moving = [r for r in rows if _moving(r)]
   level = 1 - alpha / max(len(moving), 1)
   for r, adj in zip(rows, holm(raw)):
@@ -301,7 +359,8 @@ def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
     pooled = (r["k1"] + r["k2"]) / (r["n1"] + r["n2"])
     r["power"] = power_to_see(r["n1"], r["n2"], pooled, diff,
                               alpha / len(rows))
-    r["lo"], r["hi"] = newcombe(r["k1"], r["n1"], r["k2"], r["n2"], level)
+    r["lo"], r["hi"] = (newcombe_paired(*r["pairs"], level) if paired else
+                        newcombe(r["k1"], r["n1"], r["k2"], r["n2"], level))
   worst = min(rows, key=lambda r: r["p_holm"])
   min_power = min(r["power"] for r in rows)
   widest = max(moving, key=lambda r: max(-r["lo"], r["hi"]), default=None)
@@ -310,7 +369,7 @@ def compare(a, b, alpha: float = ALPHA, diff: float = DIFF) -> Comparison:
   word = ("differ" if worst["p_holm"] < alpha else
           "alike" if alike else "small")
   return Comparison(rows, worst, min_power, bool(moving), word, widest,
-                    level, alike)
+                    level, alike, paired)
 
 
 def comparison_text(c: Comparison, names=("a", "b")) -> str:
@@ -319,8 +378,9 @@ def comparison_text(c: Comparison, names=("a", "b")) -> str:
   per_m = ", ".join(f"{r['m']}: {r['k1']}/{r['n1']} vs {r['k2']}/{r['n2']}"
                     for r in c.rows)
   w = c.worst
+  test = "McNemar" if c.paired else "Fisher"
   out = (f"{names[0]} vs {names[1]} selectable at m = {per_m}; smallest "
-         f"Holm-adjusted Fisher p {w['p_holm']:.3g} (m = {w['m']}, raw "
+         f"Holm-adjusted {test} p {w['p_holm']:.3g} (m = {w['m']}, raw "
          f"{w['p']:.3g})")
   if c.widest is None:
     return out + "; no m in the transition (every fraction 0 or 1)"
@@ -328,7 +388,7 @@ def comparison_text(c: Comparison, names=("a", "b")) -> str:
   return out + (f"; difference {x['k1'] / x['n1'] - x['k2'] / x['n2']:+.3f}"
                 f" in [{x['lo']:+.3f}, {x['hi']:+.3f}] at m = {x['m']} "
                 f"(the widest of the m in the transition, {c.level:.4g} "
-                f"Newcombe), against +-{DIFF}")
+                f"Newcombe{' paired' * c.paired}), against +-{DIFF}")
 
 
 def subsets_for_equivalence(p1: float, p2: float, k_tests: int,

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from bottleneck import head_stats, topm
 from bottleneck.io import cli, matrices, plots
 from train.report import seed001_lp_claims as lp_claims
 from train.report.claim import Verdict
@@ -53,6 +54,22 @@ def trained_verdict(curves: dict) -> Verdict:
                  "seed 001 Fig. 1")
 
 
+def identical_rows(a, m_values, trials: int, seed: int) -> dict:
+  """The head's groups of bit-identical rows and, per m, how many of the
+  sweep's subsets (topm.sweep_instances at the same seed: the ones the LP
+  ran) split a group: never selectable, by construction."""
+  groups = head_stats.identical_row_groups(a)
+  split = []
+  if groups:
+    drawn = topm.sweep_instances(a.shape[0], {"logits": list(m_values)},
+                                 trials, seed)["logits"]
+    split = [sum(head_stats.splits_a_group(it.subset, groups) for it in per)
+             for per in drawn]
+  return {"tokens": int(sum(len(g) for g in groups)), "groups": len(groups),
+          "split_subsets": [{"m": m, "split": k} for m, k in
+                            zip(m_values, split)]}
+
+
 def _pair(spec, m_values, trials, c, seed) -> tuple[str, dict]:
   """(name, {'head', 'shape', 'trained', 'gaussian', 'seconds',
   'seconds_per_instance'}): one trained matrix and a Gaussian of its shape
@@ -64,6 +81,7 @@ def _pair(spec, m_values, trials, c, seed) -> tuple[str, dict]:
   out = {"head": mat.name, "shape": [n, d]}
   out["trained"] = _sweeps(mat.array, c, m_values, ("logits",), seed,
                            trials=trials)["logits"]
+  out["identical_rows"] = identical_rows(mat.array, m_values, trials, seed)
   del mat
   out["gaussian"] = _sweeps(matrices.random(n, d, seed), c, m_values,
                             ("logits",), seed, trials=trials)["logits"]
