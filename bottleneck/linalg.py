@@ -12,9 +12,20 @@ batch over the same intra-op thread pool they run on. With several CPU
 devices executing at once (e.g. `--xla_force_host_platform_device_count=8`)
 every pool thread can end up blocked inside such a kernel waiting for tasks
 queued behind it: a deadlock (seen with vmapped `jnp.linalg.qr` on 8 fake
-devices, 2 cores). These loops lower to ordinary HLO, vmap into batched
-matmuls, and behave the same on CPU, GPU and TPU. They are O(n^3) and meant
-for the n <= ~1000 systems of this package.
+devices, 2 cores). These loops lower to ordinary HLO, need no LAPACK on
+any backend, and vmap into batched matmuls. They are O(n^3) and meant for
+the n <= ~1000 systems of this package.
+
+Their products, and the simulation's (`bottleneck.simulate`), go through
+`matmul`: float32 products at full precision (HIGHEST). XLA's default lets
+a TPU multiply float32 in one bfloat16 pass (8 significant bits) and a
+recent GPU in TF32 (11), which would move the simulation's logits near its
+threshold of 1 and the Cholesky factor's |x_m|^2. Pinned per operation, so
+no caller's `jax.default_matmul_precision` changes it;
+`tests/precision_test.py` reads the precision off the lowered programs
+(not a run on a TPU or GPU). The LP's ADMM (`lp.admm_step`) factors its
+Gram matrices here too: pinned alike, though its verdicts are certified in
+float64 whatever its device products' precision.
 """
 
 from __future__ import annotations
@@ -22,6 +33,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def matmul(a, b):
+  """a @ b with float32 products at full precision on any backend
+  (HIGHEST: no bfloat16 passes on a TPU, no TF32 on a GPU; a CPU computes
+  float32 products in full anyway, so its numbers are unchanged)."""
+  return jnp.matmul(a, b, precision=HIGHEST)
 
 
 def rowspace(a_s_mxd, y_m):
@@ -46,7 +67,7 @@ def cholesky(a_nxn):
   idx = jnp.arange(n)
 
   def body(j, l):
-    col = a_nxn[:, j] - l @ l[j]  # Columns >= j of l are still zero.
+    col = a_nxn[:, j] - matmul(l, l[j])  # Columns >= j of l are still zero.
     diag = jnp.sqrt(col[j])
     new = jnp.where(idx > j, col / diag, 0.0) + jnp.where(idx == j, diag, 0.0)
     return l.at[:, j].set(new)
@@ -59,7 +80,7 @@ def solve_lower(l_nxn, b_nxk):
   n = l_nxn.shape[-1]
 
   def body(i, y):
-    return y.at[i].set((b_nxk[i] - l_nxn[i] @ y) / l_nxn[i, i])
+    return y.at[i].set((b_nxk[i] - matmul(l_nxn[i], y)) / l_nxn[i, i])
 
   return jax.lax.fori_loop(0, n, body, jnp.zeros_like(b_nxk))
 
@@ -70,7 +91,7 @@ def solve_lower_t(l_nxn, b_nxk):
 
   def body(k, x):
     i = n - 1 - k
-    return x.at[i].set((b_nxk[i] - l_nxn[:, i] @ x) / l_nxn[i, i])
+    return x.at[i].set((b_nxk[i] - matmul(l_nxn[:, i], x)) / l_nxn[i, i])
 
   return jax.lax.fori_loop(0, n, body, jnp.zeros_like(b_nxk))
 
