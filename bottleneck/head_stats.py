@@ -31,6 +31,23 @@ def top_mass(probs_nxv, m_values, mass: float = 0.9):
   return cum[:, m_values - 1], need, of_mean
 
 
+def nucleus(probs_nxv, masses=(0.9, 0.95), rank: int = 1000) -> dict:
+  """Seed 001 App. A's conjecture (tokens past the top `rank` do not
+  matter under nucleus sampling), per position: the nucleus's size at
+  each top-p `mass` (the fewest likeliest tokens holding it) and the mass
+  past rank `rank`. {'sizes': {mass: [n] ints}, 'past_rank': [n]}."""
+  p = checks.finite_array("probs", probs_nxv, ndim=2)
+  rank = checks.int_in_range("rank", rank, 1, p.shape[1])
+  cum = np.cumsum(-np.sort(-p.astype(np.float64), axis=1), axis=1)
+  sizes = {}
+  for mass in masses:
+    mass = checks.open_interval("mass", mass, 0.0, 1.0)
+    reached = cum >= mass * cum[:, -1:]  # Of each row's own total.
+    sizes[mass] = np.argmax(reached, axis=1) + 1
+  past = np.clip(cum[:, -1] - cum[:, rank - 1], 0.0, None)
+  return {"sizes": sizes, "past_rank": past}
+
+
 def row_norms(w_vxd) -> np.ndarray:
   """|w_i| for every row, float64, block by block."""
   w = np.asarray(w_vxd)

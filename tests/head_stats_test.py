@@ -22,6 +22,21 @@ class HeadStatsTest(absltest.TestCase):
     self.assertEqual(head_stats.top_mass(p, [1], 0.9)[2],
                      np.searchsorted(mean_curve, 0.9) + 1)
 
+  def test_nucleus_against_a_loop(self):
+    rng = np.random.default_rng(3)
+    p = special.softmax(3 * rng.standard_normal((15, 400)), 1)
+    got = head_stats.nucleus(p, (0.9, 0.95), 50)
+    for i in range(15):
+      s = np.sort(p[i].astype(np.float64))[::-1]
+      for mass in (0.9, 0.95):
+        size = next(k for k in range(1, 401) if s[:k].sum() >= mass * s.sum())
+        self.assertEqual(got["sizes"][mass][i], size)
+      self.assertAlmostEqual(got["past_rank"][i], s[50:].sum(), 12)
+    with self.assertRaisesRegex(ValueError, "rank"):
+      head_stats.nucleus(p, rank=401)
+    with self.assertRaisesRegex(ValueError, "mass"):
+      head_stats.nucleus(p, (1.0,), 50)
+
   def test_identical_row_groups(self):
     w = np.random.default_rng(2).standard_normal((40, 6)).astype(np.float32)
     w[[7, 19, 33]] = w[3]  # One group of four, one of two.

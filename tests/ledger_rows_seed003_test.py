@@ -119,7 +119,14 @@ def _model(**kw):
   return {"real_llm": {"models": {"smollm2": m}}}
 
 
-def _cumulative(tokens=173, v=49152, std=0.0):
+def _nucleus(over=3, positions=512, rank=1000):
+  return {"rank": rank, "positions": positions, "window": 64,
+          "past_rank_mass_mean": 2e-4, "past_rank_mass_max": 0.3,
+          "p0.9": {"median": 40.0, "max": 2500, "over_rank": over},
+          "p0.95": {"median": 90.0, "max": 4000, "over_rank": 2 * over}}
+
+
+def _cumulative(tokens=173, v=49152, std=0.0, nucleus=None):
   ms = [1, 10, 100, 150, 200, 1000, 5000, 20000]
   mean = [0.2, 0.5, 0.85, 0.89, 0.91, 0.95, 0.99, 1.0]
   if tokens >= 5000:
@@ -128,7 +135,7 @@ def _cumulative(tokens=173, v=49152, std=0.0):
     mean = [0.2, 0.4, 0.6, 0.7, 0.75, 0.85, 0.95, 1.0]
   return {"m": ms, "mean": mean, "std_over_windows": [std] * 8, "V": v,
           "positions": 512, "tokens_for_0.9_of_mean_curve": tokens,
-          "tokens_for_0.9_median": 88}
+          "tokens_for_0.9_median": 88, "nucleus": nucleus or _nucleus()}
 
 
 def _rowstats(cv=0.18, rounding=0.0003, positive=0.98, pairs=10000):
@@ -169,6 +176,14 @@ REAL = [
          {"smollm2": D}, "5000 of 49152 (10 %)", "001"),
     case("App. A on real LLMs", _model(cumulative=_cumulative(
         5000, std=0.8)), {"smollm2": T}, "wide errors", "001"),
+    case("App. A conjecture on real LLMs", _model(cumulative=_cumulative()),
+         {"smollm2": R}, "3 of 512 past rank 1000: [0.001, 0.017]", "001"),
+    case("App. A conjecture on real LLMs", _model(cumulative=_cumulative(
+        nucleus=_nucleus(80))), {"smollm2": D}, "80 of 512: [0.13, 0.19]",
+         "001"),
+    case("App. A conjecture on real LLMs", _model(cumulative=_cumulative(
+        nucleus=_nucleus(2, positions=32))), {"smollm2": T},
+         "2 of 32: [0.008, 0.21]", "001"),
     case("App. E on real LLMs", _model(rowstats=_rowstats()),
          {"smollm2": R}, "0.18 > 0.03", "001"),
     case("App. E on real LLMs", _model(rowstats=_rowstats(0.01)),

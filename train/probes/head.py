@@ -93,8 +93,28 @@ def cumulative_probe(subject, pass_: Pass, positions: int = 1024,
          "tokens_for_0.9_mean": float(need.mean()),
          "tokens_for_0.9_median": float(np.median(need)),
          # Seed 001 App. A's statistic: where the mean curve reaches 0.9.
-         "tokens_for_0.9_of_mean_curve": of_mean}
+         "tokens_for_0.9_of_mean_curve": of_mean,
+         "nucleus": nucleus_summary(p, window)}
   return out, {"cumulative": plots.cumulative({subject.name: out})}
+
+
+NUCLEUS_RANK = 1000  # App. A: "tokens beyond the top 1,000".
+
+
+def nucleus_summary(p, window: int, rank: int = NUCLEUS_RANK) -> dict:
+  """App. A's conjecture on [k, V] probabilities: per top-p mass (0.9,
+  0.95), the nucleus's median and largest size and the positions whose
+  nucleus reaches past rank `rank`; the mass past that rank (mean, max)."""
+  rank = min(rank, p.shape[1])
+  got = head_stats.nucleus(p, (0.9, 0.95), rank)
+  out = {"rank": rank, "positions": int(p.shape[0]), "window": int(window),
+         "past_rank_mass_mean": float(got["past_rank"].mean()),
+         "past_rank_mass_max": float(got["past_rank"].max())}
+  for mass, sizes in got["sizes"].items():
+    out[f"p{mass:g}"] = {"median": float(np.median(sizes)),
+                         "max": int(sizes.max()),
+                         "over_rank": int((sizes > rank).sum())}
+  return out
 
 
 def natural_targets(subject, pass_: Pass, positions: int = 512,

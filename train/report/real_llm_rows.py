@@ -112,6 +112,54 @@ def appendix_a_row(name, c, m) -> Row:
                  "band of App. A / Fig. 4's row"))
 
 
+# App. A's conjecture: "the probabilities of tokens beyond the top 1,000
+# will not significantly affect performance when nucleus sampling is used",
+# read as: at top-p 0.9, the nucleus reaches past rank 1000 at no more than
+# NUCLEUS_SHARE of positions (our threshold: the paper gives none).
+NUCLEUS_SHARE = 0.05
+
+
+def nucleus_row(name, c, m) -> Row:
+  """App. A's conjecture: the share of positions whose top-p 0.9 nucleus
+  holds more than `rank` tokens (only there can a token past the top
+  `rank` be sampled), its Clopper-Pearson interval over positions, against
+  NUCLEUS_SHARE; the 0.95 nucleus and the mass past the rank beside it."""
+  at = f"{name}.cumulative.nucleus"
+  nu = claim.mapping(claim.get(c, "nucleus"), at)
+  rank = int(_positive(nu, "rank", at))
+  n = int(_positive(nu, "positions", at))
+  window = int(_positive(nu, "window", at))
+  p9, p95 = (claim.mapping(claim.get(nu, k), f"{at}.{k}")
+             for k in ("p0.9", "p0.95"))
+  k = int(num(p9, "over_rank", at=f"{at}.p0.9"))
+  if not 0 <= k <= n:
+    raise ValueError(f"`{at}.p0.9.over_rank` = {k}: outside [0, {n}]")
+  lo, hi = stats.binomial_interval(k, n)
+  verdict = (REPRODUCED if hi <= NUCLEUS_SHARE else DISAGREES
+             if lo > NUCLEUS_SHARE else TOO_SMALL)
+  why = {TOO_SMALL: f"the interval straddles {NUCLEUS_SHARE:.0%}: more "
+                    "positions (real_llm.cumulative_positions) decide",
+         DISAGREES: ""}.get(verdict, "")
+  windows = max(1, math.ceil(n / window))
+  return Row(
+      verdict, f"{k} of {n} positions ({k / n:.1%}) have a 0.9 nucleus past "
+      f"rank {rank} (median {p9['median']:.0f}, largest {p9['max']} "
+      f"tokens); at 0.95: {p95['over_rank']} (median {p95['median']:.0f}, "
+      f"largest {p95['max']}); mass past rank {rank}: mean "
+      f"{num(nu, 'past_rank_mass_mean', at=at):.2e}, largest "
+      f"{num(nu, 'past_rank_mass_max', at=at):.3f}",
+      f"share of positions whose top-p 0.9 nucleus holds more than {rank} "
+      f"tokens; reproduced at most {NUCLEUS_SHARE:.0%}",
+      f"{n} positions in {windows} window(s)",
+      f"Clopper-Pearson 95 % over positions [{lo:.3f}, {hi:.3f}] (positions "
+      "of one text treated as independent: too narrow if they cluster)",
+      why=why, deviations=_deviations(name, m) + (
+          "definition inferred: 'will not significantly affect performance' "
+          f"read as the 0.9 nucleus past rank {rank} at no more than "
+          f"{NUCLEUS_SHARE:.0%} of positions (sampling's quality itself "
+          "not measured)",))
+
+
 def norm_row(name, r, m) -> Row:
   """App. E: trained rows vary more in norm (std / mean) than a Gaussian
   matrix's of the same shape; not applicable when the rows' norms are
@@ -341,6 +389,9 @@ def _rows(key, read):
 CLAIMS = (
     claim.on("001", "App. A on real LLMs", "~200 tokens for 0.9 (GPT-2, "
              "news)", "real_llm", _rows("cumulative", appendix_a_row)),
+    claim.on("001", "App. A conjecture on real LLMs", "tokens past the top "
+             "1,000 do not matter under nucleus sampling", "real_llm",
+             _rows("cumulative", nucleus_row)),
     claim.on("001", "App. E on real LLMs", "trained rows vary more in norm "
              "than a random matrix's", "real_llm",
              _rows("rowstats", norm_row)),
