@@ -129,6 +129,27 @@ class ReportFolderTest(absltest.TestCase):
     self.assertEqual((saved["config"]["scale"], list(saved["sections"])),
                      ("quick", ["table1"]))
 
+  def test_a_section_of_another_config_is_refused_not_merged(self):
+    out = self.two_sections()
+    before = self.files(out)
+    other = report_config.get_config("tiny")
+    other.signrank.subsets += 1  # A field signrank reads, table1 does not.
+    with self.assertRaisesRegex(ValueError, r"section 'signrank' was "
+                                r"computed with another config \(signrank"
+                                r"\.subsets: 5 -> 6\).*--sections=signrank"):
+      runner.run(other, out, ["table1"])
+    self.assertEqual((self.calls, self.files(out)), ([], before))
+    runner.run(other, out, ["signrank"])  # Re-run: replaced, table1 kept.
+    self.assertEqual(self.calls, ["signrank"])
+    self.assertEqual(self.saved(out)["config"]["signrank"]["subsets"], 6)
+    self.calls.clear()
+    other.figure1.trials += 1  # Read by no section in the folder.
+    runner.run(other, out, ["table1"])
+    self.assertEqual(self.calls, ["table1"])
+    other.seed += 1  # Read by every section.
+    with self.assertRaisesRegex(ValueError, r"seed: 0 -> 1"):
+      runner.run(other, out, ["table1"])
+
   def test_a_lock_holding_json_not_an_object_is_one_error(self):
     out = self.create_tempdir().full_path
     for content in (b"[1, 2]", b"null", b'"me"', b'{"pid": [1]}',

@@ -19,6 +19,7 @@ time (a lock).
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import os
 import platform
@@ -36,16 +37,21 @@ from train.report import (ledger, lowrank, real_llm, seed001_bounds,
 from train.report import section as section_lib
 
 class Spec(NamedTuple):
-  """A report section: its function and its estimated seconds on the
-  2-core CPU at `quick` and at `full` (None: quick's), which the ETA
-  starts from."""
+  """A report section: its function, its estimated seconds on the 2-core
+  CPU at `quick` and at `full` (None: quick's), which the ETA starts from,
+  and the blocks of configs/report.py it reads (None: the one named as
+  the section); GLOBAL_FIELDS are read by all."""
   fn: section_lib.SectionFn
   quick_s: float
   full_s: float | None = None
+  blocks: tuple | None = None
+
+
+GLOBAL_FIELDS = ("seed", "threshold")  # Read by every section.
 
 
 SECTIONS = {  # In report order; adding a section is one line here.
-    "table1": Spec(seed001_bounds.table1, 3),
+    "table1": Spec(seed001_bounds.table1, 3, blocks=()),
     "figure5": Spec(seed001_bounds.figure5, 57),
     "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5, 15),
     "signrank": Spec(seed001_bounds.signrank_construction, 27),
@@ -54,12 +60,14 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "natural": Spec(seed001_lp.natural_targets, 7),
     "trained": Spec(seed001_lp_trained.trained_vs_random, 38, 220),
     "training": Spec(seed004.training, 144, 1480),
-    "gradient": Spec(seed002.gradient_bottleneck, 92),
-    "gradient_theory": Spec(seed002_theory.section, 15, 40),
+    "gradient": Spec(seed002.gradient_bottleneck, 92, blocks=("probes",)),
+    "gradient_theory": Spec(seed002_theory.section, 15, 40,
+                           blocks=("probes",)),
     "lowrank": Spec(lowrank.section, 95, 900),
     "spamlang": Spec(spamlang.section, 123, 2100),
-    "encoding": Spec(seed003.encoding_section, 23),
-    "appendices": Spec(seed001_trained.appendices, 11),
+    "encoding": Spec(seed003.encoding_section, 23,
+                    blocks=("probes", "lowrank")),
+    "appendices": Spec(seed001_trained.appendices, 11, blocks=("probes",)),
     "real_llm": Spec(real_llm.real_llm, 272, 570),
 }
 
@@ -217,6 +225,23 @@ def _ours(report_md: str) -> bool:
     return False
 
 
+def config_change(name: str, saved: dict, config: dict) -> str | None:
+  """The first field section `name` reads (Spec.blocks, GLOBAL_FIELDS)
+  whose value differs between a saved report's config and this run's, as
+  'field: saved -> now'; None when it reads none that differ."""
+  blocks = SECTIONS[name].blocks
+  config = json.loads(json.dumps(config))  # As saved: tuples are lists.
+  for key in GLOBAL_FIELDS + ((name,) if blocks is None else tuple(blocks)):
+    was, now = saved.get(key), config.get(key)
+    if was != now:
+      if isinstance(was, dict) and isinstance(now, dict):
+        inner = next(k for k in sorted(set(was) | set(now))
+                     if was.get(k) != now.get(k))
+        return f"{key}.{inner}: {was.get(inner)!r} -> {now.get(inner)!r}"
+      return f"{key}: {was!r} -> {now!r}"
+  return None
+
+
 def _load(outdir: str, scale: str, rerun=(), config: dict | None = None
           ) -> dict:
   """The sections of the folder's report, to merge with the ones this run
@@ -250,7 +275,15 @@ def _load(outdir: str, scale: str, rerun=(), config: dict | None = None
       raise ValueError(f"`outdir` {path!r} is not a report's results.json "
                        f"(section {name!r} {why}): re-run it with "
                        f"--sections={name}, or --overwrite to replace it.")
-    if not why:
+    change = (config_change(name, saved["config"], config)
+              if config and name in SECTIONS and not why else None)
+    if change and name not in rerun:
+      raise ValueError(
+          f"`outdir` {outdir!r}: section {name!r} was computed with another "
+          f"config ({change}): its numbers would sit beside this run's as "
+          f"if of one config. Re-run it with --sections={name}, give a new "
+          "--outdir, or --overwrite to replace the report.")
+    if not why and not change:
       kept[name] = section
   return kept
 
