@@ -85,6 +85,9 @@ def get_config() -> config_dict.ConfigDict:
   c.eval_at = ()
   c.eval_batches = 10  # Validation batches per evaluation.
   c.log_every = 50  # Progress line and metrics.jsonl row every N steps.
+  # Also write metrics.jsonl's rows as TensorBoard scalars in
+  # WORKDIR/tensorboard (tensorboardX; off: the CPU runs skip its cost).
+  c.tensorboard = False
   c.checkpoint_every = 500  # Checkpoint every N steps.
   c.keep_checkpoints = 3  # Checkpoints kept (oldest deleted).
   c.async_checkpoint = True  # Write checkpoints in the background.

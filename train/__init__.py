@@ -8,5 +8,5 @@ imports point one way:
             (imports models, text, and training.runs to read run folders)
   report    the main job                   (imports all of the above)
 
-Binaries: python -m train.main | sample | probe | compare | report.
+Binaries: python -m train.main | sample | probe | compare | export | report.
 """

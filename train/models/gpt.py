@@ -209,7 +209,10 @@ class GPT(nn.Module):
     if c.head == "lowrank":
       return self.lm_head(self.head_b(h))
     logits = self.wte.attend(h)
-    return logits + self.head_bias_param if c.head_bias else logits
+    if not c.head_bias:
+      return logits
+    return logits + self.head_bias_param.reshape(  # [V] on [..., V].
+        (1,) * (logits.ndim - 1) + (-1,))
 
   def __call__(self, idx_bt, deterministic: bool = True):
     return self.head(self.hidden(idx_bt, deterministic))

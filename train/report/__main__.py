@@ -7,9 +7,18 @@ for paper, report_tiny/ for tiny), rewritten after every section;
 sections and writes nothing before its first section is done. A folder
 holding a report of another scale or files this project did not write is
 refused (--overwrite replaces them).
+
+`--config.FIELD=VALUE` overrides a field of the scale's preset (any field
+of configs/report.py, e.g. --config.spamlang.vocabs=1024,2048
+--config.seed=1); the config run, overrides included, is results.json's
+`config` and the command report.md's first line. A field that does not
+exist or a value of the wrong type is one `error:` line naming it.
 """
 
+import sys
+
 from absl import flags
+from ml_collections import config_dict, config_flags
 
 from bottleneck.io import cli
 from configs import report as report_config
@@ -28,6 +37,45 @@ def define_flags():
   flags.DEFINE_bool("overwrite", False, "Replace the folder's report (of "
                     "another scale, or not this project's) instead of "
                     "refusing; its sections are not kept.")
+  # The fields and their types (every scale's preset has the same ones);
+  # the values overridden go onto --scale's preset (`config`). The flag
+  # reads sys.argv's --config.* when defined: an unknown field is named
+  # here (ml_collections would raise a traceback).
+  fields = report_config.get_config("quick")
+  unknown = _unknown_field(sys.argv[1:], fields)
+  if unknown:
+    sys.stderr.write(f"error: --{unknown}: configs/report.py has no field "
+                     f"{unknown[len('config.'):]!r} (see --helpfull).\n")
+    sys.exit(2)
+  config_flags.DEFINE_config_dict(
+      "config", fields,
+      "Overrides of the --scale preset's fields: --config.FIELD=VALUE.")
+
+
+def _unknown_field(args, fields) -> str | None:
+  """The first --config.FIELD of `args` naming no field of `fields`."""
+  for arg in args:
+    if arg == "--":
+      break
+    name = arg.lstrip("-").split("=", 1)[0]
+    if not name.startswith("config."):
+      continue
+    node = fields
+    for part in name.split(".")[1:]:
+      if not isinstance(node, config_dict.ConfigDict) or part not in node:
+        return name
+      node = node[part]
+  return None
+
+
+def config(scale: str, overrides: dict):
+  """configs/report.py's preset at `scale` with `overrides` (dotted field
+  -> value, as --config.FIELD=VALUE parsed them)."""
+  if "scale" in overrides:
+    raise ValueError("`config.scale` cannot be overridden: use --scale.")
+  c = report_config.get_config(scale)
+  c.update_from_flattened_dict(overrides)
+  return c
 
 
 def main(argv):
@@ -36,7 +84,8 @@ def main(argv):
   if FLAGS.sections is not None:
     only = [s.strip() for s in FLAGS.sections.split(",") if s.strip()]
     runner.check_sections(only)
-  runner.run(report_config.get_config(FLAGS.scale),
+  overrides = config_flags.get_override_values(FLAGS["config"])
+  runner.run(config(FLAGS.scale, overrides),
              FLAGS.outdir or runner.default_outdir(FLAGS.scale), only,
              FLAGS.overwrite)
 

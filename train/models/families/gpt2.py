@@ -1,7 +1,12 @@
 """GPT-2 (HF `model_type: gpt2`) as train.models.gpt.GPT: learned positions,
 pre-LayerNorm blocks, tanh GELU, q/k/v biases, a tied head. HF's Conv1D
 weights are stored [in, out] like Flax kernels (no transpose), and c_attn's
-output is [q | k | v], which GPT's reshape splits the same way."""
+output is [q | k | v], which GPT's reshape splits the same way.
+
+The thesis GPT's exports (train/training/export.py) also load:
+`tie_word_embeddings: false` is an untied head (`lm_head.weight`, an
+nn.Linear's [V, D]), and `bottleneck_head.bias: true` a logit bias
+(`lm_head.bias`; HF's GPT2LMHeadModel has none and would drop it)."""
 
 from __future__ import annotations
 
@@ -23,10 +28,14 @@ def config_from_hf(c: dict, where: str) -> gpt.GPTConfig:
   if act not in _ACTIVATIONS:
     raise ValueError(f"{where}: config.json activation_function {act!r} is "
                      f"not supported; known: {sorted(_ACTIVATIONS)}.")
+  extra = c.get("bottleneck_head")
+  head_bias = isinstance(extra, dict) and extra.get("bias") is True
   return gpt.GPTConfig(
       vocab_size=c["vocab_size"], block_size=c.get("n_positions", 1024),
       n_layer=c["n_layer"], n_head=c["n_head"], n_embd=c["n_embd"],
-      qkv_bias=True, head="tied", head_bias=False,
+      qkv_bias=True,
+      head="tied" if c.get("tie_word_embeddings", True) else "untied",
+      head_bias=head_bias,
       activation=_ACTIVATIONS[act],
       layer_norm_eps=c.get("layer_norm_epsilon", 1e-5))
 
@@ -36,14 +45,18 @@ def config_from_gguf(meta, where: str):
 
 
 def hf_tensors(name: str, w, cfg):
-  del cfg
   name = name.removeprefix("transformer.")
   stem, _, kind = name.rpartition(".")
   leaf = {"weight": "kernel", "bias": "bias"}
   if name in ("wte.weight", "wpe.weight"):
     yield f"{name[:3]}/embedding", w
-  elif name == "lm_head.weight" or stem.split(".", 2)[-1] in _BUFFERS:
-    return  # Tied head (a copy of wte); attention-mask buffers.
+  elif name == "lm_head.weight":
+    if not cfg.tied:  # Tied checkpoints may store a copy of wte: not used.
+      yield "lm_head/kernel", w.T
+  elif name == "lm_head.bias":
+    yield "head_bias" if cfg.tied else "lm_head/bias", w
+  elif stem.split(".", 2)[-1] in _BUFFERS:
+    return  # Attention-mask buffers.
   elif stem == "ln_f":
     yield f"ln_f/{'scale' if kind == 'weight' else 'bias'}", w
   elif name.startswith("h."):
