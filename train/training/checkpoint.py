@@ -13,22 +13,32 @@ restored (one warning line); none restorable, or a workdir made with a
 different model, data or seed (the field named), is an error: never a
 silent fresh start. orbax's own logs and its threads' tracebacks are kept
 off the terminal: a failed save is one error line (CheckpointError).
+
+Paths go through etils.epath, so a workdir may be an object store
+(gs://bucket/run); what is then local-only (the lock, the manifests) is
+said in train/training/paths.py. In a multi-process run (jax.distributed)
+the workdir must be one folder every process sees (a shared file system or
+an object store): process 0 writes config.json, the manifests and moves a
+bad checkpoint aside while the others wait for it at a barrier.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import warnings
 
+from etils import epath
 import jax
+from jax.experimental import multihost_utils
 import orbax.checkpoint as ocp
 
 from bottleneck.io import cli, hf, lock
 from train.models import build
-from train.training import integrity
+from train.training import integrity, paths
 
 # Config entries that must match to resume (the rest, e.g. steps, may
 # change): the model, and everything that changes the token stream.
@@ -97,13 +107,12 @@ def first_difference(saved, new, key: str) -> tuple | None:
   return None if saved == new else (key, saved, new)
 
 
-def finished_steps(workdir: str) -> list[int]:
+def finished_steps(workdir) -> list[int]:
   """Steps of the finished checkpoints in a workdir (orbax renames a
   checkpoint's folder to its step only when complete)."""
-  folder = os.path.join(workdir, "checkpoints")
-  names = os.listdir(folder) if os.path.isdir(folder) else []
-  return sorted(int(n) for n in names
-                if n.isdigit() and os.path.isdir(os.path.join(folder, n)))
+  folder = epath.Path(workdir) / "checkpoints"
+  names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+  return sorted(int(n) for n in names if n.isdigit() and (folder / n).is_dir())
 
 
 def check_workdir(workdir: str, config_dict: dict) -> None:
@@ -111,17 +120,21 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
   config.json agrees on every COMPATIBLE_KEYS field (an error names the
   first that differs). A workdir without checkpoints has nothing to
   resume; its config.json is rewritten at the first checkpoint."""
-  cli.writable_dir("workdir", workdir)
-  path = os.path.join(workdir, "config.json")
-  steps = finished_steps(workdir)
-  if steps and not os.path.isfile(path):
+  folder = paths.resolve(workdir)
+  if paths.is_remote(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+  else:
+    cli.writable_dir("workdir", workdir)
+  path = folder / "config.json"
+  steps = finished_steps(folder)
+  if steps and not path.is_file():
     raise CheckpointError(
         f"workdir {workdir!r} holds checkpoints {steps} but no config.json: "
         "this run cannot be checked against the one that wrote them. Put "
         "its config.json back, or use a new --workdir.")
   if not steps:
     return
-  saved = hf.read_json(path, "workdir")
+  saved = _read_json(path)
   if not isinstance(saved, dict):
     raise CheckpointError(f"workdir {workdir!r}: {path} is not a JSON "
                           "object (a run's config): use a new --workdir.")
@@ -140,24 +153,31 @@ def check_workdir(workdir: str, config_dict: dict) -> None:
           "original config).")
 
 
-def write_config(workdir: str, config_dict: dict, streams: dict | None = None
+def _read_json(path):
+  if paths.is_remote(path):
+    return paths.read_json(path)
+  return hf.read_json(os.fspath(path), "workdir")
+
+
+def write_config(workdir, config_dict: dict, streams: dict | None = None
                  ) -> None:
   """config.json and tokens.json (the token stream's size and sha256 per
   split: integrity.token_record), each atomically; called before the first
   checkpoint is saved."""
+  folder = epath.Path(workdir)
   tokens = integrity.token_record(streams)
   if tokens is not None:
-    integrity.write_json(os.path.join(workdir, "tokens.json"), tokens)
-  integrity.write_json(os.path.join(workdir, "config.json"), config_dict)
+    paths.write_json(folder / "tokens.json", tokens)
+  paths.write_json(folder / "config.json", config_dict)
 
 
-def check_tokens(workdir: str, streams: dict | None) -> None:
+def check_tokens(workdir, streams: dict | None) -> None:
   """A resumed run must read the same token stream it started on: the
   same size and, where tokens.json records them, the same bytes."""
-  path = os.path.join(workdir, "tokens.json")
-  if streams is None or not os.path.isfile(path):
+  path = epath.Path(workdir) / "tokens.json"
+  if streams is None or not path.is_file():
     return
-  mismatch = integrity.token_mismatch(hf.read_json(path, "workdir"), streams)
+  mismatch = integrity.token_mismatch(_read_json(path), streams)
   if mismatch:
     raise CheckpointError(
         f"workdir {workdir!r} was trained on {mismatch}: the corpus or its "
@@ -172,6 +192,18 @@ class WorkdirLock(lock.FolderLock):
     super().__init__(workdir, LOCK, "workdir", CheckpointError)
 
 
+def workdir_lock(workdir: str):
+  """WorkdirLock for a local workdir; an object store has no file locks:
+  no lock, one warning line (paths.py)."""
+  if not paths.is_remote(workdir):
+    return WorkdirLock(workdir)
+  print(f"warning: `workdir` {workdir!r} is an object store: no lock file "
+        f"({LOCK} needs a POSIX file system: run one trainer per workdir) "
+        "and no sha256 manifests (integrity.py reads local files).",
+        file=sys.stderr)
+  return contextlib.nullcontext()
+
+
 def _os_error(e: Exception) -> str:
   """The operating system's words for an orbax / tensorstore failure
   ('No space left on device'), else its first line."""
@@ -184,15 +216,22 @@ def _os_error(e: Exception) -> str:
   return f"{type(e).__name__}: {first.split('. See full TensorStore')[0][:200]}"
 
 
-def aside_path(folder: str, step: int) -> str:
+def aside_path(folder, step: int) -> str:
   """A free name for a bad checkpoint of `step` under `folder` (created):
   <step>, else <step>.1, <step>.2, ... (a step moved aside before)."""
-  os.makedirs(folder, exist_ok=True)
+  folder = epath.Path(folder)
+  folder.mkdir(parents=True, exist_ok=True)
   name, n = str(step), 0
-  while os.path.exists(os.path.join(folder, name)):
+  while (folder / name).exists():
     n += 1
     name = f"{step}.{n}"
-  return os.path.join(folder, name)
+  return os.fspath(folder / name)
+
+
+def _barrier(name: str) -> None:
+  """Every process waits here for the others (a no-op alone)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
 
 
 class Checkpointer:
@@ -203,8 +242,11 @@ class Checkpointer:
     _quiet_orbax()
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, enable_async_checkpointing=async_save)
-    self.workdir = os.path.abspath(workdir)
-    self.directory = os.path.join(self.workdir, "checkpoints")
+    self.path = paths.resolve(workdir)
+    self.workdir = os.fspath(self.path)  # For messages.
+    self.directory = os.fspath(self.path / "checkpoints")
+    # Manifests hash files through the OS: local workdirs only (paths.py).
+    self.manifests = not paths.is_remote(self.path)
     self.manager = ocp.CheckpointManager(self.directory, options=options)
     self.async_save = async_save
     self.unsealed = []  # Steps saved, their manifests not yet written.
@@ -215,9 +257,16 @@ class Checkpointer:
   def all_steps(self) -> list[int]:
     return sorted(self.manager.all_steps())
 
+  def reached_preemption(self, step: int) -> bool:
+    """True at the step every process of a jax.distributed run stops at
+    after a preemption notice (SIGTERM) to any of them (orbax, through
+    JAX's preemption service; False in a single process). Called with
+    every step, in order, by every process."""
+    return self.manager.reached_preemption(step)
+
   def kept(self) -> str:
     """The newest finished checkpoint's step, for messages ('none')."""
-    steps = finished_steps(self.workdir)
+    steps = finished_steps(self.path)
     return str(steps[-1]) if steps else "none"
 
   def kept_line(self, event: str) -> str:
@@ -239,7 +288,7 @@ class Checkpointer:
     if not self.unsealed:
       return
     self._guard(self.unsealed[-1], self.manager.wait_until_finished)
-    for step in self.unsealed:
+    for step in self.unsealed if self.manifests else ():
       folder = os.path.join(self.directory, str(step))
       if jax.process_index() == 0 and os.path.isdir(folder):
         self._guard(step, lambda f=folder: integrity.write_manifest(f))
@@ -258,8 +307,8 @@ class Checkpointer:
     """(state, data position) at `step`, with the shardings of the target;
     a checkpoint that fails its manifest is a CheckpointError."""
     folder = os.path.join(self.directory, str(step))
-    problem = integrity.manifest_problem(folder)
-    if not problem and not os.path.isfile(os.path.join(
+    problem = self.manifests and integrity.manifest_problem(folder)
+    if self.manifests and not problem and not os.path.isfile(os.path.join(
         folder, integrity.MANIFEST)):
       print(f"warning: checkpoint {step} in {self.directory} has no "
             f"{integrity.MANIFEST} (older than manifests, or killed between "
@@ -298,13 +347,15 @@ class Checkpointer:
       except CheckpointError as e:
         failed.append((step, e))
         continue
-      for bad, error in failed:
-        aside = aside_path(os.path.join(self.workdir, "corrupt_checkpoints"),
-                           bad)
-        os.replace(os.path.join(self.directory, str(bad)), aside)
+      # Process 0 moves them; the others wait until it has (a barrier), so
+      # that no two processes race to move the same folder.
+      for bad, error in failed if jax.process_index() == 0 else ():
+        aside = aside_path(self.path / "corrupt_checkpoints", bad)
+        (self.path / "checkpoints" / str(bad)).rename(aside)
         print(f"warning: {error}; moved to {aside}; resuming from step "
               f"{step}.", file=sys.stderr)
       if failed:
+        _barrier("checkpoint: bad checkpoints moved aside")
         self.manager.reload()
       return state, data, step
     if failed:
@@ -317,3 +368,10 @@ class Checkpointer:
   def close(self) -> None:
     self._seal()
     self.manager.close()
+
+  def stop(self, word: str, status: int):
+    """Closes (the saves in flight finish), says which checkpoint is kept
+    ('<word>; checkpoint at step N kept in DIR') and exits with `status`."""
+    self.close()
+    sys.stderr.write(self.kept_line(word) + "\n")
+    raise SystemExit(status)

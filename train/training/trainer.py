@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import sys
 import time
 from typing import Any, Callable
@@ -30,13 +29,14 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from bottleneck import checks, sharding
+from bottleneck import sharding
 from train.training import checkpoint, init as init_lib, loss as loss_lib
-from train.training import interrupt, runs, state as state_lib
+from train.training import interrupt, paths, runs, state as state_lib
+from train.training.config_checks import check_config  # Re-exported.
 from train.training.metrics import MetricsLog
 from train.training.state import (TrainState, abstract_state,
                                   state_from as _state_from, state_shardings)
-from train.training import memory, optim
+from train.training import optim
 from train.text import data
 from train.models import build
 
@@ -188,67 +188,6 @@ class Trainer:
     return None
 
 
-_INF = float("inf")
-# Every number of the training config that the model and the schedule do
-# not check themselves: (low, high, low closed, high closed).
-RANGES = {
-    "train.weight_decay": (0.0, _INF, True, False),
-    "train.b1": (0.0, 1.0, True, False),
-    # Adam's betas: b2 = 1 would freeze nu at 0, b2 = 0 forget every past
-    # gradient (Table 3: 0.95; SpamLang's CPU model 0.999).
-    "train.b2": (0.0, 1.0, False, False),
-    "train.eps": (0.0, _INF, False, False),
-    "train.grad_clip": (0.0, _INF, True, False),
-    "data.val_fraction": (0.0, 1.0, False, False),
-    "peak_flops": (0.0, _INF, True, False),
-}
-INT_RANGES = {"seed": (0, 2**31 - 1), "data.seed": (0, 2**31 - 1),
-              "data.synthetic_stories": (2, 10**8),
-              "data.spamlang_vocab": (2, 2**31 - 1)}
-
-
-def check_config(config):
-  """Every value range-checked before anything runs (one error naming the
-  field and its range): counts and periods that would divide by zero or
-  never fire, the optimizer's and the data's numbers, the schedule, the
-  model's fields (its config class checks them) and the step's memory.
-  Returns the model config it built (train_and_evaluate passes it on: one
-  check and one model config per run)."""
-  for key in ("eval_every", "log_every", "checkpoint_every", "eval_batches",
-              "keep_checkpoints"):
-    checks.positive_int(key, config[key])
-  for key in ("steps", "batch_size", "grad_accum"):
-    checks.positive_int(f"train.{key}", config.train[key])
-  get = lambda dotted: functools.reduce(lambda c, k: c[k],
-                                        dotted.split("."), config)
-  for key, (lo, hi, lo_closed, hi_closed) in RANGES.items():
-    checks.number_in(key, get(key), lo, hi, lo_closed=lo_closed,
-                     hi_closed=hi_closed)
-  for key, (lo, hi) in INT_RANGES.items():
-    checks.int_in_range(key, get(key), lo, hi)
-  if config.data.source == "spamlang":
-    variant = checks.one_of("data.spamlang_variant",
-                            config.data.get("spamlang_variant", "repeat"),
-                            data.SPAMLANG_VARIANTS)
-    if variant == "fresh_first":  # Token 0 starts every sequence.
-      checks.int_in_range("data.spamlang_vocab", config.data.spamlang_vocab,
-                          3, 2**31 - 1, "with spamlang_variant='fresh_first'")
-  eval_at = config.get("eval_at", ())
-  if not isinstance(eval_at, (tuple, list)):
-    raise checks.ArgumentError("eval_at", "`eval_at` must be a tuple of "
-                               f"steps; got {eval_at!r}.")
-  for step in eval_at:
-    checks.int_in_range("eval_at", step, 1, config.train.steps,
-                        "steps of this run")
-  optim.schedule(config.train)  # Validates lr, warm-up and the schedule.
-  checks.int_in_range("train.loss_chunk", config.train.loss_chunk, 0,
-                      2**31 - 1)
-  cfg = build.model_config(config.model)
-  init_lib.check(config.train, cfg)
-  memory.check(config, cfg)  # The step's estimate (training/memory.py).
-  return cfg
-
-
 # A training-time hook: (name, every, fn(params, x, y) -> {metric: scalar}),
 # called after the optimizer step of every `every`-th step on that step's
 # batch; it reads the parameters and changes nothing. `hooks` below is a
@@ -274,10 +213,11 @@ def train_and_evaluate(config, workdir: str,
                      "given: pass hooks=train.probes.hooks.factory(config."
                      "probes) (python -m train.main does).")
   lead = jax.process_index() == 0
+  paths.resolve(workdir)  # On every process: a bad workdir is one line.
   if not lead:
     return _train(config, model_cfg, workdir, lead, hooks)
   checkpoint.check_workdir(workdir, config.to_dict())
-  with checkpoint.WorkdirLock(workdir):
+  with checkpoint.workdir_lock(workdir):
     return _train(config, model_cfg, workdir, lead, hooks)
 
 
@@ -305,7 +245,11 @@ def _train(config, model_cfg, workdir: str, lead: bool, hooks) -> dict:
     start = 0
   else:
     state, start = tr.init_fn(), 0
-  log = MetricsLog(os.path.join(workdir, "metrics.jsonl"), start, lead)
+  staging = paths.Staging(ckpt.path)  # metrics.jsonl, curves.png.
+  if lead:
+    staging.fetch()
+  log = MetricsLog(staging.path("metrics.jsonl"), start, lead,
+                   tensorboard=config.get("tensorboard", False))
   probes = [(name, every, jax.jit(fn)) for name, every, fn in
             (hooks(tr.model, tr.model_cfg) if hooks else [])]
   steps, tokens = config.train.steps, config.train.batch_size * \
@@ -325,17 +269,34 @@ def _train(config, model_cfg, workdir: str, lead: bool, hooks) -> dict:
           f"the newest checkpoint in {workdir!r} is step "
           f"{ckpt.kept()}. Lower train.lr or check the data.")
 
+  wrote_config, last_saved = False, start
+
+  def save(done: int, state) -> None:
+    nonlocal wrote_config, last_saved
+    if lead and not wrote_config:  # Before the first step folder.
+      checkpoint.write_config(ckpt.path, config.to_dict(), streams)
+      wrote_config = True
+    ckpt.save(done, state, train_loader.position(done))
+    last_saved = done
+    if lead:
+      staging.push()
+
   stop = interrupt.Interrupt(lambda: ckpt.kept_line(
-      "interrupted again: quitting without waiting for a save"))
-  with stop:  # Ctrl-C: the loop stops between steps; what was saved stays.
+      "interrupted again: quitting without waiting for a save"),
+                             ckpt.reached_preemption)
+  # Ctrl-C: the loop stops between steps, what was saved stays; SIGTERM (a
+  # preemption): it saves this step first; multi-process: all at one step.
+  with stop:
     t_last, last_done, steps_timed, t_total = None, start, 0, 0.0
-    wrote_config = False
     unread = None  # (done, metrics) of the step whose finite flag is unread.
     for step in range(start, steps):
-      if stop.requested:
-        ckpt.close()
-        sys.stderr.write(ckpt.kept_line("interrupted") + "\n")
-        raise SystemExit(130)
+      how = stop.check(step)  # (exit status, save first?, word) or None.
+      if how:
+        if how[1] and step > last_saved:
+          if unread:
+            stop_if_diverged(*unread)
+          save(step, state)
+        ckpt.stop(how[2], how[0])
       xb, yb = tr.global_batch(*train_loader.batch(step))
       state, metrics = tr.step_fn(state, xb, yb, tr.learning_rates[step])
       done = step + 1
@@ -382,11 +343,9 @@ def _train(config, model_cfg, workdir: str, lead: bool, hooks) -> dict:
       if len(row) > 1:
         log.write(row)
       if saved:
-        if lead and not wrote_config:  # Before the first step folder.
-          checkpoint.write_config(workdir, config.to_dict(), streams)
-          wrote_config = True
-        ckpt.save(done, state, train_loader.position(done))
+        save(done, state)
     ckpt.close()
+  log.close()
   summary = {"params": tr.n_params, "steps": steps, "resumed_from": start,
              "workdir": workdir}
   if lead:
@@ -394,7 +353,8 @@ def _train(config, model_cfg, workdir: str, lead: bool, hooks) -> dict:
     summary["final_val_loss"] = next((r["val_loss"] for r in rows[::-1]
                                       if "val_loss" in r), None)
     from train.training import plots as train_plots  # pylint: disable=g-import-not-at-top
-    train_plots.save_curves(rows, os.path.join(workdir, "curves.png"))
+    train_plots.save_curves(rows, staging.path("curves.png"))
+    staging.push()
   return summary
 
 
