@@ -132,7 +132,7 @@ def identical_row_groups(w_vxd) -> list[np.ndarray]:
   """Groups (>= 2 tokens each) of bit-identical rows: such tokens always
   share their logit, so an m-subset holding some of a group but not all
   is never the strict top m (seed 001's LP: t* >= the subset's logit)."""
-  w = np.ascontiguousarray(np.asarray(w_vxd))
+  w = np.ascontiguousarray(np.asarray(w_vxd) + 0.0)  # -0.0 as +0.0.
   keys = w.view(np.dtype((np.void, w.dtype.itemsize * w.shape[1]))).ravel()
   _, inverse, counts = np.unique(keys, return_inverse=True,
                                  return_counts=True)

@@ -10,7 +10,8 @@ Scales (the `--scale` flag of train.report picks one):
          d to 1024; N to 128000); all eight thesis models; SpamLang at
          V = 1024..16384 with its arms (three lrs to V = 4096, two seeds,
          tied, beta2 0.95, 'fresh_first'); the low-rank sweep on all 77
-         texts at one length (its 38400-step runs: benchmarks/RESULTS.md).
+         texts at 600 steps, not doubled (its 38400-step runs were made
+         apart: benchmarks/RESULTS.md).
   paper  the papers' configurations, meant for an accelerator (never run
          whole on one: README, "Which backends have run what"): Figure 5
          with the materialised matrix, Table 3's SpamLang, a Table 4

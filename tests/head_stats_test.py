@@ -54,6 +54,9 @@ class HeadStatsTest(absltest.TestCase):
     self.assertFalse(head_stats.splits_a_group([3, 7, 19, 33, 0], groups))
     self.assertFalse(head_stats.splits_a_group([0, 1, 2], groups))
     self.assertEqual(head_stats.identical_row_groups(w[:3]), [])
+    z = np.zeros((3, 2), np.float32)
+    z[1, 0] = -0.0  # Equal in value: one group.
+    self.assertLen(head_stats.identical_row_groups(z), 1)
 
   def test_rows_random_like_and_cosines(self):
     w = np.abs(np.random.default_rng(1).standard_normal((300, 10))) + 0.1

@@ -403,6 +403,11 @@ class SeedLpRowsTest(absltest.TestCase):
     lo, hi = st.newcombe_paired(345, 5, 12, 338, 0.95)
     ulo, uhi = st.newcombe(350, 700, 357, 700, 0.95)
     self.assertTrue(ulo < lo < -0.01 < hi < uhi)
+    # Newcombe's phi takes n/2 off ad - bc: (45, 2, 2, 1) is [-0.105,
+    # +0.105], not the uncorrected [-0.098, +0.098] (Altman 2000, p. 52).
+    lo, hi = st.newcombe_paired(45, 2, 2, 1, 0.95)
+    self.assertAlmostEqual(hi, 0.105, 3)
+    self.assertAlmostEqual(lo, -0.105, 3)
     # Coverage at 95 % on correlated pairs (Newcombe's method 10 keeps
     # close to nominal): 2000 draws of 60 pairs.
     rng = np.random.default_rng(0)
@@ -421,6 +426,9 @@ class SeedLpRowsTest(absltest.TestCase):
     self.assertGreater(st.compare(a, b).worst["p"], 0.1)  # ... Fisher not.
     with self.assertRaisesRegex(ValueError, "same subsets"):
       st.compare(curve([(40, 50)], 100), b, paired=True)
+    lying = [dict(b[0], feasible=10)]  # Counts against the verdicts.
+    with self.assertRaisesRegex(ValueError, "disagree with the records"):
+      st.compare(a, lying, paired=True)
     short = [dict(b[0], trials_detail=b[0]["trials_detail"][:-1])]
     with self.assertRaisesRegex(ValueError, "m = 40"):
       st.compare(a, short, paired=True)

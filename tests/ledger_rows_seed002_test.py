@@ -153,6 +153,39 @@ def _arm_rows(full_losses, seeds=(0, 1), vocabs=(256, 4096), tied=None,
   return rows
 
 
+def _grid_rows(loss_at, vocabs=(1024, 4096, 16384), lrs=(3e-3, 1e-3),
+               cap=4096, seeds=(0, 1), **kw):
+  """Rows of a sweep whose lrs past the first stop at V <= cap
+  (spamlang.lr_grid_vocab): loss_at(head, v, lr) per (head, V, lr, seed),
+  heads 'full', 'low' (D = 8) and 'tied'."""
+  rows = []
+  for head in ("full", "low", "tied"):
+    for v in vocabs:
+      for lr in lrs:
+        if lr != lrs[0] and v > cap:
+          continue
+        for seed in seeds:
+          rows.append({"V": v, "seed": seed, "steps": 250, "lr": lr,
+                       "b2": 0.999, "sequences": 256, "variant": "repeat",
+                       "floor": 0.0, "arm": "tied" if head == "tied" else "",
+                       "D": 8 if head == "low" else 128,
+                       "full_rank": head != "low", "tied": head == "tied",
+                       "accuracy": 0.2 if head == "low" else 0.99,
+                       "final_val_loss": loss_at(head, v, lr) + 0.001 * seed,
+                       **kw})
+  return rows
+
+
+# The tied head best at 1e-3, which V = 16384 never ran: compared at the
+# lr run at every V (3e-3), not its tuned rate against an untuned one.
+TIED_GRID = _grid_rows(lambda h, v, lr: 0.10 if h == "full" else (
+    0.10 if lr == 1e-3 else 0.30) if h == "tied" else 0.5)
+# The low rank flat in V at every lr (0.5 at 1e-3, 0.7 at 3e-3): best-of-
+# two at V <= 4096 against 3e-3 alone at 16384 would read a rise.
+FLAT_GRID = _grid_rows(lambda h, v, lr: 0.05 if h != "low" else (
+    0.5 if lr == 1e-3 else 0.7))
+
+
 def effect(rows, verdict, note):
   return Case("002", EFFECT, {"spamlang": {"rows": rows}}, CFG,
               {"": verdict}, note)
@@ -176,6 +209,10 @@ def spam(rows, verdict, note, b2_rows=()):
 
 LOW = "Fig. 1 (§3.1)"
 CASES = [
+    tied(TIED_GRID, D, "at the lr every V ran (3e-3) the tied head is 0.2 "
+         "above at every V (best-of-two at V <= 4096 would read 0 there)"),
+    spam([r for r in FLAT_GRID if not r["tied"]], T, "the low rank flat in "
+         "V at the shared lr: no rise (best-of-two at small V read one)"),
     grad(EQ10, _head(), R, "trained within its Gaussian twins' interval"),
     grad(EQ10, _head(twin=(0.9900, 0.9920, 0.0002)), D,
          "trained clear below its twins: passes more than its rank forces"),
@@ -386,6 +423,18 @@ class LedgerRowsSeed002Test(absltest.TestCase):
                   "head's task gets harder with V (variant repeat, lr 0.003 "
                   "in both): beta2 0.999: not harder, beta2 0.95: harder.",
                   said)
+
+  def test_comparisons_across_v_use_the_rates_every_v_ran(self):
+    got = spamlang_effects.tied_row(TIED_GRID)
+    # At V = 1024 the tied head's 1e-3 (0.10) is not its pick: 3e-3 is the
+    # rate V = 16384 ran too.
+    self.assertIn("V = 1024: +0.200", got.ours)
+    self.assertIn("lr 0.003 tied, 0.003 untied", got.ours)
+    self.assertIn("0.001, 0.003 at V = 1024, 4096, 0.003 alone at V = "
+                  "16384", " ".join(got.deviations))
+    self.assertEqual(spamlang_effects.shared_lrs(TIED_GRID), {3e-3})
+    self.assertIsNone(spamlang_effects.lr_grid_said(
+        [r for r in TIED_GRID if r["lr"] == 3e-3]))
 
   def test_steps_said_counts_sequences_per_token(self):
     rows = _arm_rows([[0.05], [0.06]], seeds=(0,))

@@ -184,6 +184,12 @@ REAL = [
     case("App. A conjecture on real LLMs", _model(cumulative=_cumulative(
         nucleus=_nucleus(2, positions=32))), {"smollm2": T},
          "2 of 32: [0.008, 0.21]", "001"),
+    case("App. A conjecture on real LLMs", dict(_model(
+        cumulative=_cumulative(v=500)), real_llm={"models": {"smollm2": dict(
+            _model(cumulative=_cumulative(v=500))["real_llm"]["models"][
+                "smollm2"], subject={"V": 500, "D": 64})}}),
+         {"smollm2": claim.NOT_APPLICABLE},
+         "V = 500: nothing past rank 1000", "001"),
     case("App. E on real LLMs", _model(rowstats=_rowstats()),
          {"smollm2": R}, "0.18 > 0.03", "001"),
     case("App. E on real LLMs", _model(rowstats=_rowstats(0.01)),

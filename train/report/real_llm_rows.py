@@ -33,8 +33,16 @@ DESTROYED_TOP = 0.99  # The top of the paper's ~95-99 %.
 COSINE = seed002.PAPER_COSINE  # App. D: "most values between 0.1 and 0.3".
 
 
-def _deviations(name: str, m: dict) -> tuple[str, ...]:
-  return seed003_rows.deviations(name, m, {})[:2]
+def _deviations(name: str, m: dict, paper_text: str = "WikiDpr"
+                ) -> tuple[str, ...]:
+  """Subject and text against the paper's (seed 003's WikiDpr, or the
+  paper text a seed 001 row names)."""
+  subject, text = seed003_rows.deviations(name, m, {})[:2]
+  return subject, text.replace("(the paper: WikiDpr)",
+                               f"(the paper: {paper_text})")
+
+
+APP_A_TEXT = "GPT-2 on ten New York Times stories"  # Seed 001 App. A.
 
 
 def _each(s, key, read) -> list[Row]:
@@ -104,7 +112,7 @@ def appendix_a_row(name, c, m) -> Row:
                  " (one window: no spread measured)" if spanned < 2 else
                  ", the mean curve +- 2 standard errors over windows")
              + f": {lo} .. {hi} tokens",
-             why=why, deviations=_deviations(name, m) + (
+             why=why, deviations=_deviations(name, m, APP_A_TEXT) + (
                  f"vocabulary: V = {int(v)}, not GPT-2's 50257 (the count "
                  "depends on the tokenizer)",
                  f"definition inferred: 'roughly 200' read as "
@@ -134,6 +142,14 @@ def nucleus_row(name, c, m) -> Row:
   k = int(num(p9, "over_rank", at=f"{at}.p0.9"))
   if not 0 <= k <= n:
     raise ValueError(f"`{at}.p0.9.over_rank` = {k}: outside [0, {n}]")
+  v = _positive(claim.mapping(claim.get(m, "subject"), f"{name}.subject"),
+                "V", f"{name}.subject", 1)
+  if v <= 1000:
+    return Row(NOT_APPLICABLE, f"V = {int(v)}", "share of positions whose "
+               "top-p 0.9 nucleus holds more than 1000 tokens", f"{n} "
+               "positions", "-", why=f"V = {int(v)} <= 1000: no token lies "
+               "past the top 1,000", deviations=_deviations(name, m,
+                                                            APP_A_TEXT))
   lo, hi = stats.binomial_interval(k, n)
   verdict = (REPRODUCED if hi <= NUCLEUS_SHARE else DISAGREES
              if lo > NUCLEUS_SHARE else TOO_SMALL)
@@ -153,7 +169,7 @@ def nucleus_row(name, c, m) -> Row:
       f"{n} positions in {windows} window(s)",
       f"Clopper-Pearson 95 % over positions [{lo:.3f}, {hi:.3f}] (positions "
       "of one text treated as independent: too narrow if they cluster)",
-      why=why, deviations=_deviations(name, m) + (
+      why=why, deviations=_deviations(name, m, APP_A_TEXT) + (
           "definition inferred: 'will not significantly affect performance' "
           f"read as the 0.9 nucleus past rank {rank} at no more than "
           f"{NUCLEUS_SHARE:.0%} of positions (sampling's quality itself "

@@ -357,8 +357,11 @@ def comparison_row(a, b, names, *, statistic: str, deviations=(),
     x = c.widest
     why = (f"no significant difference, and the difference's interval at "
            f"m = {x['m']} [{x['lo']:+.3f}, {x['hi']:+.3f}] leaves "
-           f"+-{st.DIFF}: subsets per m and curve that would decide: "
-           f"{_equivalence_need(c)}")
+           f"+-{st.DIFF}: " + (
+               "more subsets per m would decide (the paired interval's "
+               "width depends on the discordant pairs)" if paired else
+               f"subsets per m and curve that would decide: "
+               f"{_equivalence_need(c)}"))
   why += f" ({decides})" if decides else ""
   return Row(TOO_SMALL, ours, statistic, n, unc, why, tuple(deviations),
              subject=subject)

@@ -279,8 +279,11 @@ def newcombe_paired(both: int, only1: int, only2: int, neither: int,
   l1, u1 = wilson(k1, n, level)
   l2, u2 = wilson(k2, n, level)
   margins = k1 * (n - k1) * k2 * (n - k2)
-  phi = ((both * neither - only1 * only2) / math.sqrt(margins)
-         if margins else 0.0)
+  # Newcombe's phi: its numerator ad - bc less n/2 when above n/2, 0 up
+  # to n/2 (Altman et al. 2000, p. 52), so the interval is never narrower.
+  ad_bc = both * neither - only1 * only2
+  num = ad_bc - n / 2 if ad_bc > n / 2 else min(ad_bc, 0)
+  phi = num / math.sqrt(margins) if margins else 0.0
   d = p1 - p2
   lo = (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
   hi = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
@@ -301,8 +304,14 @@ def paired_counts(ra: dict, rb: dict) -> tuple[int, int, int, int]:
   fa = [x.get("verdict") == "feasible" for x in da]
   fb = [x.get("verdict") == "feasible" for x in db]
   pairs = list(zip(fa, fb))
-  return (pairs.count((True, True)), pairs.count((True, False)),
-          pairs.count((False, True)), pairs.count((False, False)))
+  out = (pairs.count((True, True)), pairs.count((True, False)),
+         pairs.count((False, True)), pairs.count((False, False)))
+  if (out[0] + out[1], out[0] + out[2]) != (selectable(ra)[0],
+                                           selectable(rb)[0]):
+    raise ValueError(f"m = {ra.get('m', '?')}: the `trials_detail` verdicts "
+                     f"({out[0] + out[1]} and {out[0] + out[2]} feasible) "
+                     "disagree with the records' `feasible` counts")
+  return out
 
 
 class Comparison(NamedTuple):
@@ -334,8 +343,8 @@ def compare(a, b, alpha: float = ALPHA, diff: float = DIFF,
   1 - alpha / k per m in the transition (k of them, Bonferroni) within
   +-diff; the power to see `diff` at the pooled fraction, at alpha / k.
   `paired` (both curves over the same subsets, trial by trial): McNemar's
-  exact test and Newcombe's paired interval instead (the power stays
-  Fisher's, a lower bound where the pairs agree more than chance)."""
+  exact test and Newcombe's paired interval instead (the power column
+  stays Fisher's unpaired one: no verdict reads it)."""
   b_of = {r["m"]: r for r in b}
   pairs = [(ra, b_of[ra["m"]]) for ra in a if ra["m"] in b_of]
   if not pairs:

@@ -23,12 +23,39 @@ def label(r) -> str:
   return r.get("arm") or "base"
 
 
-def best_lr(rows) -> float:
+def shared_lrs(rows) -> set:
+  """The learning rates the rows ran at every one of their V (a sweep
+  whose rates past the first stop at a V, spamlang.lr_grid_vocab, shares
+  only the first): comparisons across V pick among these alone, so no V's
+  loss is tuned over more rates than another's."""
+  per_v = [{r["lr"] for r in rows if r["V"] == v}
+           for v in {r["V"] for r in rows}]
+  return set.intersection(*per_v) if per_v else set()
+
+
+def lr_grid_said(rows) -> str | None:
+  """A deviation where some V ran more learning rates than another: which
+  ran where, and that comparisons across V use the shared ones."""
+  shared = shared_lrs(rows)
+  extra = sorted({r["V"] for r in rows if r["lr"] not in shared})
+  if not extra:
+    return None
+  alone = sorted({r["V"] for r in rows} - set(extra))
+  fmt = lambda xs: ", ".join(f"{x:g}" for x in sorted(xs))
+  return (f"learning rates {fmt({r['lr'] for r in rows})} at V = "
+          f"{', '.join(map(str, extra))}, {fmt(shared)} alone at V = "
+          f"{', '.join(map(str, alone))} (spamlang.lr_grid_vocab): "
+          "comparisons across V use the rates run at every V")
+
+
+def best_lr(rows, among=None) -> float:
   """The learning rate whose rows' mean final validation loss is lowest
-  (seeds averaged): how the main row, the tied row and the controls pick
-  a head's lr at one V (`effects` picks one lr for every V instead: the
-  lowest excess at the largest V, each seed's longest run)."""
-  lrs = sorted({r["lr"] for r in rows})
+  (seeds averaged), among `among` where given (shared_lrs): how the main
+  row, the tied row and the controls pick a head's lr at one V (`effects`
+  picks one lr for every V instead: the lowest excess at the largest V,
+  each seed's longest run)."""
+  lrs = sorted({r["lr"] for r in rows} & (set(among) if among is not None
+                                          else {r["lr"] for r in rows}))
   return min(lrs, key=lambda lr: np.mean([r["final_val_loss"] for r in rows
                                           if r["lr"] == lr]))
 
@@ -127,7 +154,7 @@ def effects(rows, gap: float = GAP) -> list[dict]:
 
 def effects_said(rows, gap: float = GAP) -> str:
   """The computed sentence: which settings make SpamLang harder as V
-  grows (each head at its best lr), and whether Adam's beta2 alone decides
+  grows (each head at one lr for every V), and whether Adam's beta2 alone decides
   it for a head: a beta2 arm against the base at the arm's own lr."""
   effs = effects(rows, gap)
   if not effs:
@@ -180,9 +207,11 @@ def tied_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
   if not vocabs:
     raise claim.Unread("the tied and untied runs share no V")
 
+  shared = shared_lrs(tied + untied)
+
   def at_best(rs, v):
     at_v = [r for r in rs if r["V"] == v]
-    lr = best_lr(at_v)
+    lr = best_lr(at_v, among=shared)
     return lr, {r["seed"]: r["final_val_loss"] for r in at_v
                 if r["lr"] == lr}
 
@@ -204,7 +233,8 @@ def tied_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
   seeds = len({r["seed"] for r in tied})
   ours = "tied minus untied final loss: " + "; ".join(parts)
   stat = (f"per V, the tied head's final loss minus the untied full-rank "
-          f"head's (each at its best lr); 'no strong effect': within +-{gap} "
+          f"head's (each at its best lr among those run at every V); 'no "
+          f"strong effect': within +-{gap} "
           "nats (our threshold)")
   n = f"{seeds} seed(s) per head; V = {', '.join(map(str, vocabs))}"
   unc = "95 % t interval over seeds (paired by seed) per V"
@@ -212,6 +242,7 @@ def tied_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
       "SpamLang's definition inferred (configs/spamlang.py)",
       model_said(tied + untied, cpu),
       b2_deviation(r["b2"] for r in tied + untied),
+      lr_grid_said(tied + untied),
       f"threshold +-{gap} nats inferred: the caption gives no number") if x)
   word = (DISAGREES if DISAGREES in sides else
           REPRODUCED if all(x == REPRODUCED for x in sides) else TOO_SMALL)
@@ -238,7 +269,8 @@ def effects_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
   rises = e["seed_rises"]
   ours = effects_said(rows, gap)
   stat = ("the width-W untied head's final loss above the variant's floor, "
-          f"largest V against smallest (its best lr): harder when the rise's "
+          f"largest V against smallest (one lr for every V, the lowest excess "
+          f"at the largest V): harder when the rise's "
           f"interval lies above {gap} nats (our threshold)")
   n = f"{len(rises)} seed(s); V = {e['vocabs'][0]} .. {e['vocabs'][-1]}"
   said = ", ".join(f"{x:+.3f}" for x in rises)
@@ -250,6 +282,7 @@ def effects_row(rows, gap: float = GAP, cpu: bool = True) -> Row:
       " 14's own range of V is not in our copy's text)"
       if e["vocabs"][-1] < 131072 else None,
       b2_deviation([e["b2"]]),
+      lr_grid_said(rows),
       steps_said(rows)) if x)
   if len(rises) < 2:
     return Row(TOO_SMALL, ours, stat, n, f"one seed's rise: {said}", why=(

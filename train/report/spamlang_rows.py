@@ -28,11 +28,12 @@ PAPER_SPAMLANG = ("seed 002 Fig. 14: on SpamLang, whose next token any rank "
 
 def _best(rows, v, full_rank, d=None):
   """(final loss, accuracy, steps, lr) of a head at V: seeds averaged, at
-  its best learning rate at that V (spamlang_effects.best_lr, the one
-  criterion: the lowest mean final loss)."""
+  its best learning rate at that V among those run at every V
+  (spamlang_effects.best_lr, the one criterion: the lowest mean final
+  loss; shared_lrs: no V tuned over more rates than another)."""
   rs = [r for r in rows if r["V"] == v and r["full_rank"] == full_rank and
         (d is None or r["D"] == d)]
-  lr = spamlang_effects.best_lr(rs)
+  lr = spamlang_effects.best_lr(rs, among=spamlang_effects.shared_lrs(rows))
   at = [r for r in rs if r["lr"] == lr]
   return (float(np.mean([r["final_val_loss"] for r in at])),
           float(np.mean([r["accuracy"] for r in at])),
@@ -109,6 +110,7 @@ def assess(rows, learned: float = 0.95, gap: float = 0.1,
       "hidden size 576, tied against untied heads; 'low-rank loss rises "
       "with V while full rank learns' is our reading of it",
       f"Adam beta2: {b2}" if b2_off else None,
+      spamlang_effects.lr_grid_said(rows),
       spamlang_effects.model_said(rows, cpu),
       _seeds_said(rows), spamlang_effects.steps_said(rows),
           "each head's learning rate is chosen on the same held-out "
