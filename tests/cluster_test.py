@@ -60,7 +60,8 @@ class ClusterTest(parameterized.TestCase):
     self.assertEqual(plan(mode="yes", env={}), "auto:forced")
     for args, field in (((None, 2, 0), "coordinator_address"),
                         (("h:1", 2, None), "process_id"),
-                        (("h:1", 2, 2), "process_id")):
+                        (("h:1", 2, 2), "process_id"),
+                        (("h:1", 0, 0), "num_processes")):
       with self.assertRaisesRegex(ValueError, f"`{field}`"):
         plan(*args, env={})
     with self.assertRaisesRegex(ValueError, "`distributed`"):

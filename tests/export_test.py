@@ -59,6 +59,12 @@ class ExportTest(parameterized.TestCase):
     hf_cfg = AutoConfig.from_pretrained(out, local_files_only=True)
     self.assertEqual(hf_cfg.vocab_size, cfg.vocab_size)
     self.assertEqual(hf_cfg.tie_word_embeddings, cfg.head == "tied")
+    # The run's end-of-text id, not transformers' defaults (50256; 1, 2).
+    self.assertEqual((hf_cfg.bos_token_id, hf_cfg.eos_token_id),
+                     (run_tok.eot_id, run_tok.eot_id))
+    # An outdir that cannot be made names `outdir`, not a temporary path.
+    with self.assertRaisesRegex(ValueError, r"^`outdir` .*cannot be created"):
+      export.export(run, os.path.join(out, "config.json", "sub"))
     with open(os.path.join(out, "config.json")) as f:
       return summary, json.load(f), got_cfg
 

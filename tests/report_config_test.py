@@ -30,6 +30,11 @@ class ReportConfigTest(absltest.TestCase):
     self.assertEqual(c.figure5.N, want.figure5.N)  # Tiny's, not quick's.
     with self.assertRaisesRegex(ValueError, "`config.scale`.*--scale"):
       report_main.config("tiny", {"scale": "quick"})
+    with self.assertRaisesRegex(ValueError, r"`config.spamlang.vocabs` "
+                                r"entry 'abc': must be of type int"):
+      report_main.config("tiny", {"spamlang.vocabs": (1024, "abc")})
+    c = report_main.config("tiny", {"spamlang.lrs": (1, 3e-3)})  # int ok.
+    self.assertEqual(c.spamlang.lrs, (1, 3e-3))
 
   def test_a_tiny_report_records_its_override(self):
     out = self.create_tempdir().full_path
@@ -48,8 +53,14 @@ class ReportConfigTest(absltest.TestCase):
 
   def test_a_bad_override_is_one_line_naming_the_field(self):
     out = self.create_tempdir().full_path
+    flagfile = os.path.join(self.create_tempdir().full_path, "flags")
+    with open(flagfile, "w") as f:
+      f.write("--config.bogus=1\n")
     for flag, field in (("--config.spamlang.vocabz=3", "spamlang.vocabz"),
-                        ("--config.seed=abc", "config.seed")):
+                        ("--config.seed=abc", "config.seed"),
+                        (f"--flagfile={flagfile}", "config.bogus"),
+                        ("--config.spamlang.vocabs=abc",
+                         "config.spamlang.vocabs")):
       with self.subTest(flag):
         proc = _report("--scale=tiny", "--sections=table1",
                        f"--outdir={out}", flag)

@@ -42,7 +42,12 @@ def define_flags():
   # reads sys.argv's --config.* when defined: an unknown field is named
   # here (ml_collections would raise a traceback).
   fields = report_config.get_config("quick")
-  unknown = _unknown_field(sys.argv[1:], fields)
+  try:  # --flagfile's lines count as the command line's.
+    args = flags.FLAGS.read_flags_from_files(sys.argv[1:], force_gnu=False)
+  except flags.Error as e:
+    sys.stderr.write(f"error: {e}\n")
+    sys.exit(2)
+  unknown = _unknown_field(args, fields)
   if unknown:
     sys.stderr.write(f"error: --{unknown}: configs/report.py has no field "
                      f"{unknown[len('config.'):]!r} (see --helpfull).\n")
@@ -74,8 +79,35 @@ def config(scale: str, overrides: dict):
   if "scale" in overrides:
     raise ValueError("`config.scale` cannot be overridden: use --scale.")
   c = report_config.get_config(scale)
+  for field, value in overrides.items():
+    _check_elements(field, value, _preset_value(c, field))
   c.update_from_flattened_dict(overrides)
   return c
+
+
+def _preset_value(c, dotted: str):
+  for part in dotted.split("."):
+    c = c[part]
+  return c
+
+
+def _check_elements(field: str, value, preset) -> None:
+  """A tuple override's elements of the preset's element type (the flag
+  parser checks scalars, not a tuple's elements): a ValueError naming
+  `config.FIELD` otherwise."""
+  if not isinstance(value, (tuple, list)) or not isinstance(
+      preset, (tuple, list)):
+    return
+  kinds = {type(x) for x in preset if not isinstance(x, (tuple, list))}
+  if not kinds:
+    return
+  for x in value:
+    ok = any(isinstance(x, k) or (k is float and isinstance(x, int) and
+                                  not isinstance(x, bool)) for k in kinds)
+    if not ok:
+      names = " or ".join(sorted(k.__name__ for k in kinds))
+      raise ValueError(f"`config.{field}` entry {x!r}: must be of type "
+                       f"{names}, as the preset's {tuple(preset)!r}.")
 
 
 def main(argv):

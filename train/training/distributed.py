@@ -77,6 +77,8 @@ def plan(coordinator_address=None, num_processes=None, process_id=None,
     if num_processes is None or process_id is None:
       raise ValueError("`num_processes` and `process_id` are required with "
                        "`coordinator_address`.")
+    if num_processes < 1:
+      raise ValueError(f"`num_processes` must be >= 1; got {num_processes}.")
     if not 0 <= process_id < num_processes:
       raise ValueError(f"`process_id` must be in [0, {num_processes}); got "
                        f"{process_id}.")
@@ -102,9 +104,16 @@ def initialize(coordinator_address=None, num_processes=None,
     return decision
   # CPU processes exchange collectives through gloo (GPUs/TPUs natively).
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
-  if decision == "explicit":
-    jax.distributed.initialize(coordinator_address, num_processes,
-                               process_id)
-  else:
-    jax.distributed.initialize()
+  try:
+    if decision == "explicit":
+      jax.distributed.initialize(coordinator_address, num_processes,
+                                 process_id)
+    else:
+      jax.distributed.initialize()
+  except (ValueError, RuntimeError) as e:
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    flag = ("coordinator_address" if decision == "explicit" else
+            "distributed")
+    raise ValueError(f"`{flag}`: jax.distributed could not start "
+                     f"({decision}): {first}") from None
   return decision

@@ -229,6 +229,17 @@ def write_tokenizer(config, folder: str) -> str:
   return f"tokenizer.json + tokenizer_config.json ({name})"
 
 
+def _eot_id(config) -> int | None:
+  """The run's end-of-text id (its tokenizer's eot_id; a SpamLang or
+  synthetic run without one: None)."""
+  if config.data.source == "spamlang":
+    return None
+  try:
+    return int(data.tokenizer_for(config.data).eot_id)
+  except (ValueError, OSError, AttributeError):
+    return None
+
+
 def _check_outdir(outdir: str) -> None:
   if os.path.isdir(outdir):
     if os.listdir(outdir):
@@ -242,7 +253,9 @@ def export(workdir: str, outdir: str) -> dict:
   """The newest checkpoint of the run in `workdir` as an HF folder
   `outdir` (new or empty); returns a summary of what was written."""
   if not os.path.isdir(workdir):
-    raise ValueError(f"`workdir` {workdir!r} is not a folder.")
+    raise ValueError(f"`workdir` {workdir!r} is not a folder" + (
+        " (train.export reads local run folders only: copy the run down "
+        "first)." if "://" in workdir else "."))
   _check_outdir(outdir)
   config = runs.read_config(workdir)
   cfg = build.model_config(config.model)
@@ -253,8 +266,15 @@ def export(workdir: str, outdir: str) -> dict:
     hf_config, tensors = llama_folder(params, cfg)
   hf_config.update(torch_dtype="float32", bottleneck_run={
       "workdir": os.path.abspath(workdir), "step": int(step)})
+  eot = _eot_id(config)
+  if eot is not None:  # Else transformers' defaults (50256; Llama's 1, 2).
+    hf_config.update(bos_token_id=eot, eos_token_id=eot)
   tmp = f"{outdir.rstrip(os.sep)}.tmp{os.getpid()}"
-  os.makedirs(tmp)
+  try:
+    os.makedirs(tmp)
+  except OSError as e:
+    raise ValueError(f"`outdir` {outdir!r} cannot be created "
+                     f"({e.strerror or e}).") from None
   try:
     with open(os.path.join(tmp, "config.json"), "w") as f:
       json.dump(hf_config, f, indent=1)

@@ -25,8 +25,8 @@ CheckpointManager.reached_preemption, asked at every step) then turns True
 at the same step on every process: one past the furthest any has reached.
 So there SIGTERM is left to that handler, and a Ctrl-C on any process is
 sent on to it as a SIGTERM (a collective stop, with a save). Asking costs
-under a microsecond a step (0.7 us on the 2-core CPU: a local flag until a
-notice arrives). Without that service (jax_enable_preemption_service off,
+about a microsecond a step on the 2-core CPU (a local flag until a notice
+arrives). Without that service (jax_enable_preemption_service off,
 or processes that found each other without jax.distributed) a SIGTERM is
 left as it was, killing the process it reaches: one process cannot save
 alone.
@@ -88,7 +88,8 @@ class Interrupt:
     sys.stderr.write(self.again() + "\n")
     for stream in (sys.stderr, sys.stdout):
       stream.flush()
-    os._exit(INTERRUPTED)  # pylint: disable=protected-access
+    os._exit(TERMINATED if signum == signal.SIGTERM  # pylint: disable=protected-access
+             else INTERRUPTED)
 
   def check(self, step: int) -> tuple[int, bool, str] | None:
     """Whether to stop before `step` (the steps done so far): None, or
@@ -109,6 +110,12 @@ class Interrupt:
   def __enter__(self):
     if threading.current_thread() is threading.main_thread():
       alone = not self.collective and _process_count() == 1
+      if not self.collective and not alone:
+        sys.stderr.write("warning: several processes without JAX's "
+                         "preemption service (jax.distributed not started "
+                         "by this run: --distributed=yes on a GCE TPU pod): "
+                         "a SIGTERM kills each process without a "
+                         "checkpoint.\n")
       signals = [signal.SIGINT] + ([signal.SIGTERM] if alone else [])
       for signum in signals:
         self._previous[signum] = signal.signal(signum, self._handle)
