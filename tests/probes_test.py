@@ -65,7 +65,8 @@ class ProbesTest(absltest.TestCase):
               "edit": ("table", "unedited_error"),
               "prune": ("saliency", "adversarial"), "frequency": ("rows",),
               "cumulative": ("tokens_for_0.9_mean",),
-              "rowstats": ("trained", "random")}
+              "rowstats": ("trained", "random"),
+              "batches": ("curve", "entropy")}
     for name, keys in expect.items():
       numbers, figures = registry.run(name, workdir=self.run_dir, n_windows=4)
       for key in keys:
@@ -76,6 +77,13 @@ class ProbesTest(absltest.TestCase):
     freq, _ = registry.run("frequency", workdir=self.run_dir)
     self.assertEqual([r["step"] for r in freq["rows"]], [0, 8, 16, 24])
     self.assertEqual(freq["rows"][0]["conv_head"], 0.0)  # Initialisation.
+    app_c, _ = registry.run("batches", workdir=self.run_dir, n_windows=4)
+    top = app_c["curve"][-1]
+    self.assertEqual(top["tokens"] % app_c["window"], 0)
+    self.assertBetween(top["distinct_tokens"], 2, 512)
+    e = app_c["entropy"]
+    self.assertEqual(sum(e["counts"]), e["positions"])  # ln 512 < 12 nats.
+    self.assertBetween(e["median"], 0.0, np.log(512))
 
   def test_prune_orders_against_float64_masks(self):
     # Seed 003 §4 by the definition: zero the least (most) salient columns

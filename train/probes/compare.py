@@ -31,7 +31,7 @@ def phase_share() -> dict[str, float]:
   """Each phase's share of one model's probe time (measured on the quick
   report, mostly Gemma 3's), in order: `fraction` callbacks report
   progress by it. The probes' shares are their specs'."""
-  return {"load": 0.02, "forward": 0.45,
+  return {"load": 0.02, "forward": 0.43,
           **{p.name: p.share for p in registry.compared()},
           "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
 

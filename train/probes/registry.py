@@ -5,8 +5,8 @@ probe, one line here).
 
 from __future__ import annotations
 
-from train.probes import (encoding, forward, frequency, gradient, head,
-                          pruning, spec, subjects)
+from train.probes import (batches, encoding, forward, frequency, gradient,
+                          head, pruning, spec, subjects)
 
 SPECS = {p.name: p for p in (
     head.SANITY,
@@ -17,6 +17,7 @@ SPECS = {p.name: p for p in (
     head.CUMULATIVE,
     head.ROWSTATS,
     frequency.FREQUENCY,
+    batches.BATCHES,
 )}
 PROBES = tuple(SPECS)
 DEFAULT_WINDOW = 1024  # Tokens per window of a real LLM (<= its context).

@@ -26,7 +26,8 @@ from absl import flags
 from bottleneck.io import hf
 from train.report import (lowrank, real_llm, seed001_bounds,
                           seed001_lp_claims, seed001_trained, seed002,
-                          seed002_theory, seed003, seed004, spamlang)
+                          seed002_appc, seed002_theory, seed003, seed004,
+                          spamlang)
 from train.report.section import table
 from train.report import claim
 from train.report.claim import NOT_RUN, WORDS, Claim, Row, Unread
@@ -42,6 +43,7 @@ CLAIM_MODULES = (  # Adding an experiment's rows is one line here.
     seed001_trained,
     seed002,
     seed002_theory,
+    seed002_appc,
     lowrank,
     spamlang,
     seed003,
