@@ -50,6 +50,7 @@ class BatchStatsTest(absltest.TestCase):
           (r["tokens"], r["seen_once"], r["C_u"], r["C_uu"],
            r["distinct_tokens"], r["contexts"]),
           (size, once, c_u, c_uu, seen, distinct), size)
+      self.assertEqual(r["seen_once_share"], once / size)
     # Repeated phrases make some contexts recur: the test can tell.
     self.assertLess(got[-1]["seen_once"], got[-1]["tokens"])
 
@@ -80,10 +81,16 @@ class BatchStatsTest(absltest.TestCase):
     rng = np.random.default_rng(1)
     p = rng.dirichlet(np.full(50, 0.3), size=7)
     p[0, :10] = 0.0  # Zeros contribute nothing.
+    p[0] /= p[0].sum()
     np.testing.assert_allclose(batch_stats.entropy(p),
                                sps.entropy(p, axis=1), rtol=1e-12)
-    self.assertAlmostEqual(float(batch_stats.entropy(np.ones((1, 64)))[0]),
-                           np.log(64))
+    uniform = np.full((1, 64), 1 / 64)
+    self.assertAlmostEqual(float(batch_stats.entropy(uniform)[0]), np.log(64))
+    one_hot = batch_stats.entropy(np.eye(3))
+    self.assertEqual(list(np.signbit(one_hot)), [False] * 3)  # Not -0.0.
+    # Blocks of rows give the same as one block.
+    np.testing.assert_array_equal(batch_stats.entropy(p, block=2),
+                                  batch_stats.entropy(p, block=100))
 
   def test_bad_input_is_named(self):
     tokens = np.arange(100)
@@ -97,8 +104,30 @@ class BatchStatsTest(absltest.TestCase):
       batch_stats.batch_curve(tokens, 10, [10], 50)  # Tokens up to 99.
     with self.assertRaisesRegex(ValueError, "window"):
       batch_stats.batch_sizes(5, 10, 100)
+    with self.assertRaisesRegex(ValueError, "block"):
+      batch_stats.entropy(np.eye(2), block=0)
     with self.assertRaisesRegex(ValueError, "negative"):
       batch_stats.entropy(np.array([[0.5, -0.1, 0.6]]))
+    with self.assertRaisesRegex(ValueError, "row 1 sums to 0.5"):
+      batch_stats.entropy(np.array([[0.5, 0.5], [0.25, 0.25]]))
+    with self.assertRaisesRegex(ValueError, "tokens"):
+      batch_stats.batch_curve(np.array([3, -1, 2] * 10), 2, [2], 5)
+    with self.assertRaisesRegex(ValueError, "tokens"):
+      batch_stats.batch_curve(np.arange(20.0), 2, [2], 50)
+    with self.assertRaisesRegex(ValueError, "tokens"):
+      batch_stats.batch_curve(np.arange(3), 10, [10], 50)
+    with self.assertRaisesRegex(ValueError, "sizes"):
+      batch_stats.batch_curve(tokens, 10, 10, 100)
+    with self.assertRaisesRegex(ValueError, "sizes"):
+      batch_stats.batch_curve(tokens, 10, [], 100)
+    with self.assertRaisesRegex(ValueError, "seed"):
+      batch_stats.batch_curve(tokens, 10, [10], 100, seed=-1)
+    with self.assertRaisesRegex(ValueError, "points"):
+      batch_stats.batch_sizes(1000, 10, 100, points=1)
+    with self.assertRaisesRegex(ValueError, "available"):
+      batch_stats.batch_sizes(1.5e3, 10, 100)
+    with self.assertRaisesRegex(ValueError, "x"):
+      batch_stats.prefix_ids(np.array([[-1, 2]]))
     with self.assertRaisesRegex(ValueError, "probs"):
       batch_stats.entropy(np.array([[np.nan, 1.0]]))
 

@@ -82,8 +82,12 @@ class ProbesTest(absltest.TestCase):
     self.assertEqual(top["tokens"] % app_c["window"], 0)
     self.assertBetween(top["distinct_tokens"], 2, 512)
     e = app_c["entropy"]
-    self.assertEqual(sum(e["counts"]), e["positions"])  # ln 512 < 12 nats.
+    self.assertEqual(sum(e["counts"]), e["positions"])  # Edges to ln V.
     self.assertBetween(e["median"], 0.0, np.log(512))
+    # Positions from every window, counted per window.
+    self.assertLen(e["over_high_windows"], 4)
+    self.assertEqual(sum(n for _, n in e["over_high_windows"]),
+                     e["positions"])
 
   def test_prune_orders_against_float64_masks(self):
     # Seed 003 §4 by the definition: zero the least (most) salient columns

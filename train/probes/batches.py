@@ -13,36 +13,62 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bottleneck import batch_stats
-from train.probes import head, subjects
+from train.probes import forward, subjects
 from train.probes.spec import Context, Figure, Probe, Row, fmt
 
 LARGEST_BATCH = 1 << 21  # Tokens: Fig. 9's "a few million", or the text.
-ENTROPY_EDGES = np.linspace(0.0, 12.0, 49)  # Nats (ln 262144 = 12.5).
 ENTROPY_HIGH = 5.0  # Fig. 10: "entropy levels > 5" (read as nats).
+ENTROPY_BIN = 0.25  # Nats per histogram bin.
+CHUNK = 64  # Positions whose distributions are held at once.
+
+
+def spread_positions(tokens: int, k: int) -> np.ndarray:
+  """k positions of a Pass of `tokens` positions (row-major windows),
+  evenly spaced over all of them: every window contributes, at every depth
+  of context (not only the first positions of the first window)."""
+  k = min(k, tokens)
+  return np.unique(np.linspace(0, tokens - 1, k).round().astype(np.int64))
+
+
+def entropies(subject, pass_, idx) -> np.ndarray:
+  """Next-token entropy (nats, float64) at positions `idx` of the Pass,
+  CHUNK positions' distributions at a time."""
+  w, b = forward.device_head(subject)
+  softcap = subject.cfg.logit_softcap
+  return np.concatenate([batch_stats.entropy(forward.probabilities(
+      pass_.h[idx[i:i + CHUNK]], w, b, softcap)) for i in range(
+          0, len(idx), CHUNK)])
 
 
 def batches_probe(subject, pass_, text: str, window: int, positions: int,
                   seed: int = 0, largest: int = LARGEST_BATCH):
   """(numbers, figures): Fig. 9's curve over batches of `window`-token
-  windows of the subject's whole `text`, and Fig. 10's entropy of the
-  first `positions` positions of the Pass."""
+  windows of the subject's whole `text`, and Fig. 10's entropy at
+  `positions` positions spread over the Pass's windows (the count over 5
+  nats per window kept: positions of one window cluster)."""
   tokens = subjects.text_tokens(subject, text)
-  p, k = head.first_probabilities(subject, pass_, positions, 1 << 28)
-  vocab = int(p.shape[1])
+  vocab = int(forward.device_head(subject)[0].shape[0])
   sizes = batch_stats.batch_sizes(len(tokens) - 1, window, largest)
   curve = batch_stats.batch_curve(tokens, window, sizes, vocab, seed)
-  h = batch_stats.entropy(p)
-  counts, _ = np.histogram(h, ENTROPY_EDGES)
+  t = int(pass_.x.shape[1])
+  idx = spread_positions(int(pass_.h.shape[0]), positions)
+  h = entropies(subject, pass_, idx)
+  edges = np.arange(0.0, np.ceil(np.log(vocab)) + ENTROPY_BIN, ENTROPY_BIN)
+  counts, _ = np.histogram(h, edges)
+  windows = idx // t
+  high = h > ENTROPY_HIGH
+  per_window = [[int(high[windows == i].sum()), int((windows == i).sum())]
+                for i in np.unique(windows)]
   out = {"V": vocab, "window": int(window),
          "text_tokens": int(len(tokens)), "curve": curve,
-         "entropy": {"positions": int(k), "mean": float(h.mean()),
+         "entropy": {"positions": int(len(idx)), "mean": float(h.mean()),
                      "median": float(np.median(h)),
                      "q90": float(np.quantile(h, 0.9)),
                      "max": float(h.max()), "high": ENTROPY_HIGH,
-                     "over_high": int((h > ENTROPY_HIGH).sum()),
+                     "over_high": int(high.sum()),
+                     "over_high_windows": per_window,
                      "ln_V": float(np.log(vocab)),
-                     "edges": ENTROPY_EDGES.tolist(),
-                     "counts": counts.tolist()}}
+                     "edges": edges.tolist(), "counts": counts.tolist()}}
   return out, {"batches": plot({subject.name: out})}
 
 
