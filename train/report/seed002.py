@@ -393,7 +393,10 @@ def read_long_rank(s, cfg):
              "none: an exact count at the rank routine's tolerance, on one "
              "draw of positions", deviations=DEVIATIONS + (
                  f"threshold inferred: 'near full-rank' read as >= "
-                 f"{NEAR_FULL} of min(T, V)",) + (
+                 f"{NEAR_FULL} of min(T, V)",
+                 "rank read as the count of |diag R| > 1e-6 in a QR of the "
+                 "float64 gradients (absolute, as the paper states none): a "
+                 "looser tolerance lowers it, a tighter one raises it",) + (
                  ("T < V: the rank past V untested",)
                  if last["tokens"] < v else ()), subject=name)
 
