@@ -4,13 +4,14 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 
 from absl.testing import absltest
 
 from configs import report as report_config
-from train.report import runner
+from train.report import ledger, runner
 from train.report import section as section_lib
 from train.report import thesis_completions
 import tests
@@ -141,6 +142,34 @@ class ReportTest(absltest.TestCase):
                      r"\| 22/22 rows equal in the Gumbel form.*\| reproduced")
     self.assertRegex(md, r"\| table1 \| \d+ \|.*\n\| signrank \| \d+ \|")
     self.assertIn("Partial report", md)  # 2 of the sections only.
+
+  def test_a_section_rerun_at_another_commit_is_said(self):
+    outdir = self.create_tempdir().full_path
+    config = report_config.get_config("tiny")
+    real_env = runner.environment()
+    for commit, section in (("aaaaaaa", "table1"), ("bbbbbbb", "signrank")):
+      with mock.patch.object(runner, "environment",
+                             lambda c=commit: dict(real_env, commit=c)):
+        runner.run(config, outdir, [section])
+    with open(os.path.join(outdir, "report.md")) as f:
+      md = f.read()
+    self.assertIn("commit bbbbbbb; section(s) table1 at commit aaaaaaa", md)
+    _, _, commits = ledger.recomputed(outdir)
+    self.assertEqual(commits, "commit bbbbbbb; section(s) table1 at commit "
+                     "aaaaaaa")
+    # A section saved before sections recorded their commit: the folder's.
+    path = os.path.join(outdir, "results.json")
+    with open(path) as f:
+      saved = json.load(f)
+    del saved["sections"]["table1"]["commit"]
+    with open(path, "w") as f:
+      json.dump(saved, f)
+    with mock.patch.object(runner, "environment",
+                           lambda: dict(real_env, commit="ccccccc")):
+      runner.run(config, outdir, ["signrank"])
+    _, _, commits = ledger.recomputed(outdir)
+    self.assertEqual(commits, "commit ccccccc; section(s) table1 at commit "
+                     "at or before bbbbbbb")
 
   def test_costs_state_the_budget_verdict(self):
     sections = {n: {"seconds": 10.0, "peak_rss_gb_so_far": 1.0}

