@@ -485,6 +485,25 @@ class LedgerRowsSeed002Test(absltest.TestCase):
     with self.assertRaisesRegex(claim.Unread, "seed 1 has no D = 256"):
       lowrank.speedups(rows)
 
+  def test_fig8_twin_against_a_paired_t_interval(self):
+    head = _efficiency([0.05, 0.051, 0.052, 0.05], [0.002, 0.0021, 0.0019,
+                                                    0.002])
+    e = head["gradient"][PROBE]["efficiency_batches"]
+    e["twin_logit_decrease"] = [0.04, 0.041, 0.043, 0.04]
+    e["twin_hidden_decrease"] = [0.01, 0.011, 0.009, 0.0105]
+    row = seed002.efficiency_row(head["gradient"][PROBE])
+    trained = np.log10(e["logit_decrease"]) - np.log10(e["hidden_decrease"])
+    twin = (np.log10(e["twin_logit_decrease"])
+            - np.log10(e["twin_hidden_decrease"]))
+    lo, hi = sps.t.interval(0.95, 3, loc=np.mean(trained - twin),
+                            scale=sps.sem(trained - twin))
+    self.assertIn(f"x{10 ** np.mean(twin):.2f}, the trained head's ratio "
+                  f"x{10 ** lo:.2f} .. x{10 ** hi:.2f} of it", row.ours)
+    e["twin_hidden_decrease"][2] = -1e-4  # Not measurable: said, no verdict.
+    row2 = seed002.efficiency_row(head["gradient"][PROBE])
+    self.assertIn("not measurable", row2.ours)
+    self.assertEqual(row2.verdict, row.verdict)
+
   def test_fig8_far_apart_decreases_do_not_overflow(self):
     with warnings.catch_warnings():
       warnings.simplefilter("error")

@@ -44,23 +44,36 @@ def _subjects(config, outdir):
 
 
 def batch_efficiency(subject, pass_, batch: int = FIG8_BATCH,
-                     fraction: float = FIG8_FRACTION) -> dict:
+                     fraction: float = FIG8_FRACTION, seed: int = 0) -> dict:
   """Fig. 8 per batch of `batch` tokens of a Pass (a quarter of its tokens
   where fewer than two batches fit): the loss decrease after moving the
   logits by `fraction` of their norm along the logit gradient and along
-  grad_H W^T (bottleneck.gradient.update_efficiency)."""
+  grad_H W^T (bottleneck.gradient.update_efficiency); the same with a
+  Gaussian head of W's shape on the same hidden states (`twin_*`)."""
   tokens = pass_.tokens
   batch = batch if tokens >= 2 * batch else max(1, tokens // 4)
   w, b = forward.device_head(subject)
-  logit, hidden = [], []
-  for i in range(tokens // batch):
-    cut = slice(i * batch, (i + 1) * batch)
-    eff = bottleneck_gradient.update_efficiency(
-        pass_.h[cut], w, b, pass_.targets[cut], [fraction])
-    logit.append(eff["loss0"] - eff["logit_gradient"][0])
-    hidden.append(eff["loss0"] - eff["hidden_gradient"][0])
-  return {"tokens_per_batch": batch, "fraction": fraction,
-          "logit_decrease": logit, "hidden_decrease": hidden}
+  twin = gaussian_twin(np.asarray(w), seed)
+  out = {"tokens_per_batch": batch, "fraction": fraction}
+  for key, head, bias in (("", w, b), ("twin_", twin, None)):
+    logit, hidden = [], []
+    for i in range(tokens // batch):
+      cut = slice(i * batch, (i + 1) * batch)
+      eff = bottleneck_gradient.update_efficiency(
+          pass_.h[cut], head, bias, pass_.targets[cut], [fraction])
+      logit.append(eff["loss0"] - eff["logit_gradient"][0])
+      hidden.append(eff["loss0"] - eff["hidden_gradient"][0])
+    out.update({f"{key}logit_decrease": logit,
+                f"{key}hidden_decrease": hidden})
+  return out
+
+
+def gaussian_twin(w_vxd, seed: int = 0) -> np.ndarray:
+  """A Gaussian head of W's shape and Frobenius norm (no bias): Fig. 8's
+  control, the ratio a head of that rank gives without training."""
+  g = np.random.default_rng(seed).standard_normal(w_vxd.shape)
+  return (g * (np.linalg.norm(w_vxd) / np.linalg.norm(g))).astype(
+      np.float32)
 
 
 def gradient_bottleneck(config, outdir: str) -> Section:
@@ -71,7 +84,8 @@ def gradient_bottleneck(config, outdir: str) -> Section:
     pass_ = text_pass(subject, "", c.windows, config.seed, gradient_sums=True)
     out, figures = gradient.gradient_probe(subject, pass_,
                                            rank_tokens=c.rank_tokens)
-    out.update(efficiency_batches=batch_efficiency(subject, pass_))
+    out.update(efficiency_batches=batch_efficiency(subject, pass_,
+                                                   seed=config.seed))
     numbers[subject.name] = out
     rows.append({"model": subject.name, "V": subject.cfg.vocab_size,
                  "D": out["D"], "D_over_V": out["D_over_V"],
@@ -329,7 +343,7 @@ def efficiency_row(r: dict) -> Row:
   ours = (f"the logit gradient lowers the loss x{_times(mean)} more than "
           f"grad_H W^T for a move of {e['fraction']:.0%} of the logits' "
           f"norm (geometric mean over batches); dimension counting "
-          f"sqrt(V/D) = {counted:.2f}")
+          f"sqrt(V/D) = {counted:.2f}" + twin_efficiency(e, logs))
   return Row(word, ours, "loss decrease along grad_L over along grad_H W^T "
              f"at {e['fraction']:.0%} of |L|_F; the paper's side: >= "
              f"x{FIG8_ORDERS:g} ('orders of magnitude')",
@@ -345,6 +359,25 @@ def efficiency_row(r: dict) -> Row:
                  "(the ratio falls as the move grows: the section's curve)",
                  f"threshold inferred: 'orders of magnitude' read as >= "
                  f"x{FIG8_ORDERS:g} (one order; two would need x100)"))
+
+
+def twin_efficiency(e: dict, logs: list[float]) -> str:
+  """'; a Gaussian head of its shape: xR, the trained head xQ that (t
+  interval over batches, paired)' from Fig. 8's `twin_*` decreases, or ''
+  where a report predates them or a decrease is not positive."""
+  if "twin_logit_decrease" not in e:
+    return ""
+  g = _values(e, "twin_logit_decrease")
+  h = _values(e, "twin_hidden_decrease")
+  if len(g) != len(logs) or len(h) != len(logs) or min(g + h) <= 0:
+    return "; the Gaussian twin's ratio is not measurable (a non-positive " \
+           "decrease)"
+  twin = [math.log10(a) - math.log10(b) for a, b in zip(g, h)]
+  _, lo, hi = intervals.t_interval([x - y for x, y in zip(logs, twin)])
+  return (f"; a Gaussian head of its shape and norm on the same hidden "
+          f"states: x{_times(sum(twin) / len(twin))}, the trained head's "
+          f"ratio x{_times(lo)} .. x{_times(hi)} of it (95 % t interval "
+          "over batches, paired)")
 
 
 def _times(log10: float) -> str:

@@ -134,7 +134,7 @@ def tokens_row(name, b, m) -> Row:
       verdict, f"{top['distinct_tokens']} distinct tokens = {share:.1%} of "
       f"V = {int(v)} in a batch of {top['tokens']} tokens", what,
       f"{top['tokens']} tokens of a "
-      f"{num(b, 'text_tokens', at=f'{name}.batches'):g}-token text",
+      f"{int(num(b, 'text_tokens', at=f'{name}.batches'))}-token text",
       "none: an exact count over one draw of windows",
       why=_short(top["tokens"]) if verdict == TOO_SMALL else "",
       deviations=_tokenizer(name, m) + (
