@@ -499,10 +499,20 @@ class LedgerRowsSeed002Test(absltest.TestCase):
                             scale=sps.sem(trained - twin))
     self.assertIn(f"x{10 ** np.mean(twin):.2f}, the trained head's ratio "
                   f"x{10 ** lo:.2f} .. x{10 ** hi:.2f} of it", row.ours)
-    e["twin_hidden_decrease"][2] = -1e-4  # Not measurable: said, no verdict.
-    row2 = seed002.efficiency_row(head["gradient"][PROBE])
-    self.assertIn("not measurable", row2.ours)
-    self.assertEqual(row2.verdict, row.verdict)
+    self.assertTrue(any("ours" in d for d in row.deviations))
+    for bad, why in ((-1e-4, "non-positive"), (None, "its numbers"),
+                     ("x", "its numbers")):
+      e["twin_hidden_decrease"][2] = bad  # Said; the verdict stands.
+      row2 = seed002.efficiency_row(head["gradient"][PROBE])
+      self.assertIn("not measurable", row2.ours)
+      self.assertIn(why, row2.ours)
+      self.assertEqual(row2.verdict, row.verdict)
+    e["twin_hidden_decrease"] = [0.01] * 5
+    self.assertIn("5 twin batches against 4",
+                  seed002.efficiency_row(head["gradient"][PROBE]).ours)
+    e["hidden_decrease"] = e["hidden_decrease"][:3]  # Unequal: no verdict.
+    with self.assertRaises(claim.Unread):
+      seed002.efficiency_row(head["gradient"][PROBE])
 
   def test_fig8_far_apart_decreases_do_not_overflow(self):
     with warnings.catch_warnings():

@@ -168,8 +168,18 @@ class ReportTest(absltest.TestCase):
                            lambda: dict(real_env, commit="ccccccc")):
       runner.run(config, outdir, ["signrank"])
     _, _, commits = ledger.recomputed(outdir)
-    self.assertEqual(commits, "commit ccccccc; section(s) table1 at commit "
-                     "at or before bbbbbbb")
+    self.assertEqual(commits, "commit ccccccc; section(s) table1 at or "
+                     "before commit bbbbbbb")
+    # Read without the runner's stamp (a folder never re-run since): the
+    # same; no commit at all, or one no git wrote: 'unknown'.
+    self.assertEqual(
+        ledger.commits_said({"a": {}, "b": {"commit": "x1"}}, "x1"),
+        "commit x1; section(s) a at or before commit x1")
+    self.assertEqual(
+        ledger.commits_said({"a": {"commit": "1\n# x"}}, None),
+        "commit unknown; section(s) a at commit unknown")
+    env = runner.environment()["commit"]
+    self.assertRegex(env or "", r"^([0-9a-f]{7,}(-dirty)?)?$")
 
   def test_costs_state_the_budget_verdict(self):
     sections = {n: {"seconds": 10.0, "peak_rss_gb_so_far": 1.0}

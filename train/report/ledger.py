@@ -243,19 +243,38 @@ def from_folder(outdir: str) -> tuple[list[dict], str]:
   return _saved_rows(saved["ledger"], path), saved["config"]["scale"]
 
 
+BEFORE = "at or before "  # A kept section saved before sections
+#                              recorded their commit (runner._load).
+
+
+def _commit_text(c) -> str:
+  """A commit as the header prints it: a short hash (with '-dirty'), or
+  'unknown' for None or a value no git wrote."""
+  ok = isinstance(c, str) and re.fullmatch(r"[0-9a-zA-Z.-]{1,64}", c)
+  return c if ok else "unknown"
+
+
 def commits_said(sections: dict, commit: str | None) -> str:
   """'commit C' where every section was computed at the report's commit
-  C, else 'commit C; sections a, b at commit D' (a section re-run with
-  --sections records its own commit; one kept from a report older than
-  that record carries 'at or before X')."""
+  C, else 'commit C; section(s) a, b at commit D' (a section re-run with
+  --sections records its own commit). A section with no record was saved
+  before sections carried one: 'at or before' C, the last commit that
+  wrote the folder."""
   other: dict[str, list[str]] = {}
   for name, s in sections.items():
-    c = s.get("commit", commit) if isinstance(s, dict) else commit
-    if c != commit:
-      other.setdefault(str(c), []).append(name)
-  return f"commit {commit}" + "".join(
-      f"; section(s) {', '.join(names)} at commit {c}"
-      for c, names in other.items())
+    c = s.get("commit") if isinstance(s, dict) else None
+    if c is None:
+      c = BEFORE + _commit_text(commit)
+    if c == commit:
+      continue
+    if isinstance(c, str) and c.startswith(BEFORE):
+      said = f"at or before commit {_commit_text(c[len(BEFORE):])}"
+    else:
+      said = f"at commit {_commit_text(c)}"
+    other.setdefault(said, []).append(name)
+  return f"commit {_commit_text(commit)}" + "".join(
+      f"; section(s) {', '.join(names)} {said}"
+      for said, names in other.items())
 
 
 def recomputed(outdir: str) -> tuple[list[dict], str, str]:

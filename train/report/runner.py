@@ -85,10 +85,15 @@ PRIOR_S = 120.0  # Weight of the estimates against measured section times.
 def environment() -> dict:
   """Machine, versions and commit: recorded next to every number."""
   import jax  # pylint: disable=g-import-not-at-top
+  here = os.path.dirname(__file__)
+  git = lambda *a: subprocess.run(["git", *a], capture_output=True,
+                                  text=True, check=True,
+                                  cwd=here).stdout.strip()
   try:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=True,
-                            cwd=os.path.dirname(__file__)).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD")
+    # Tracked files changed since the commit: the numbers are not its.
+    if git("status", "--porcelain", "--untracked-files=no"):
+      commit += "-dirty"
   except (OSError, subprocess.CalledProcessError):
     commit = None
   return {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -287,7 +292,7 @@ def _load(outdir: str, scale: str, rerun=(), config: dict | None = None
       kept[name] = section
       if "commit" not in section:  # Written before sections recorded it.
         prior = (saved.get("environment") or {}).get("commit")
-        section["commit"] = f"at or before {prior}"
+        section["commit"] = ledger.BEFORE + str(prior or "unknown")
   return kept
 
 

@@ -71,9 +71,10 @@ def batch_efficiency(subject, pass_, batch: int = FIG8_BATCH,
 def gaussian_twin(w_vxd, seed: int = 0) -> np.ndarray:
   """A Gaussian head of W's shape and Frobenius norm (no bias): Fig. 8's
   control, the ratio a head of that rank gives without training."""
-  g = np.random.default_rng(seed).standard_normal(w_vxd.shape)
-  return (g * (np.linalg.norm(w_vxd) / np.linalg.norm(g))).astype(
-      np.float32)
+  g = np.random.default_rng(seed).standard_normal(w_vxd.shape,
+                                                 dtype=np.float32)
+  g *= np.float32(np.linalg.norm(w_vxd) / np.linalg.norm(g))
+  return g
 
 
 def gradient_bottleneck(config, outdir: str) -> Section:
@@ -327,6 +328,9 @@ def efficiency_row(r: dict) -> Row:
   Dimension counting (a random head, first order): sqrt(V / D)."""
   e = claim.mapping(claim.get(r, "efficiency_batches"), "efficiency_batches")
   logit, hidden = _values(e, "logit_decrease"), _values(e, "hidden_decrease")
+  if len(logit) != len(hidden):
+    raise Unread(f"Fig. 8: {len(logit)} logit-gradient batches against "
+                 f"{len(hidden)} hidden-gradient ones")
   if len(logit) < 2:
     raise Unread("fewer than two Fig. 8 batches")
   for i, (g, h) in enumerate(zip(logit, hidden)):
@@ -358,26 +362,36 @@ def efficiency_row(r: dict) -> Row:
                  f"magnitude' is not stated: read at {e['fraction']:.0%} "
                  "(the ratio falls as the move grows: the section's curve)",
                  f"threshold inferred: 'orders of magnitude' read as >= "
-                 f"x{FIG8_ORDERS:g} (one order; two would need x100)"))
+                 f"x{FIG8_ORDERS:g} (one order; two would need x100)") + ((
+                     "the Gaussian-head control is ours (the paper compares "
+                     "with no random head); its logits and step are its "
+                     "own, one draw",) if "twin_logit_decrease" in e else ()))
 
 
 def twin_efficiency(e: dict, logs: list[float]) -> str:
-  """'; a Gaussian head of its shape: xR, the trained head xQ that (t
-  interval over batches, paired)' from Fig. 8's `twin_*` decreases, or ''
-  where a report predates them or a decrease is not positive."""
-  if "twin_logit_decrease" not in e:
+  """'; a Gaussian head of its shape: xR, the trained head xQ of it (t
+  interval over batches, paired)' from Fig. 8's `twin_*` decreases; ''
+  where a report predates them; a note naming why where they cannot be
+  read (the trained head's verdict stands either way)."""
+  if "twin_logit_decrease" not in e and "twin_hidden_decrease" not in e:
     return ""
-  g = _values(e, "twin_logit_decrease")
-  h = _values(e, "twin_hidden_decrease")
-  if len(g) != len(logs) or len(h) != len(logs) or min(g + h) <= 0:
-    return "; the Gaussian twin's ratio is not measurable (a non-positive " \
-           "decrease)"
+  note = "; the Gaussian twin's ratio is not measurable ({})"
+  try:
+    g = _values(e, "twin_logit_decrease")
+    h = _values(e, "twin_hidden_decrease")
+  except (Unread, TypeError, ValueError, KeyError) as x:
+    return note.format(f"its numbers: {x}")
+  if len(g) != len(logs) or len(h) != len(logs):
+    return note.format(f"{len(g)} and {len(h)} twin batches against "
+                       f"{len(logs)}")
+  if min(g + h) <= 0:
+    return note.format("a non-positive decrease")
   twin = [math.log10(a) - math.log10(b) for a, b in zip(g, h)]
   _, lo, hi = intervals.t_interval([x - y for x, y in zip(logs, twin)])
   return (f"; a Gaussian head of its shape and norm on the same hidden "
           f"states: x{_times(sum(twin) / len(twin))}, the trained head's "
           f"ratio x{_times(lo)} .. x{_times(hi)} of it (95 % t interval "
-          "over batches, paired)")
+          "over batches, paired; one twin draw)")
 
 
 def _times(log10: float) -> str:
