@@ -47,11 +47,12 @@ def _mix(z):
 def prefix_ids(x_nxt) -> np.ndarray:
   """Context id per position of windows x [n, T] (row-major), equal where
   the prefixes up to and including the position agree: a rolling hash mod
-  2^64 of each prefix (multiply, add the token, mix), numbered 0 .. C - 1. gradient_theory.context_ids
-  is exact but holds a trie of every prefix (about 150 bytes a token); this
-  holds 8 bytes a token, and two different prefixes share an id with
-  probability about (n T)^2 / 2^65 (1e-7 at two million tokens), which
-  can only lower a count of contexts seen once."""
+  2^64 of each prefix (multiply, add the token, mix), numbered 0 .. C - 1.
+  gradient_theory.context_ids is exact but holds a trie of every prefix
+  (about 150 bytes a token); this holds 8 bytes a token, and two
+  different prefixes share an id with probability about (n T)^2 / 2^65
+  (1e-7 at two million tokens), which can only lower a count of contexts
+  seen once."""
   x = np.asarray(x_nxt)
   if x.ndim != 2 or x.size == 0 or not np.issubdtype(x.dtype, np.integer):
     raise ValueError(f"`x` has shape {x.shape}, dtype {x.dtype}: expected "

@@ -70,7 +70,7 @@ def prose_perplexity(subject) -> float:
   return p.perplexity()
 
 
-def first_probabilities(subject, pass_: Pass, positions: int,
+def _sub_probabilities(subject, pass_: Pass, positions: int,
                        budget_bytes: int):
   """P [k, V] of the first k positions (k capped by memory) and k."""
   w, b = device_head(subject)  # The Pass's copy of W: no new one.
@@ -82,7 +82,7 @@ def cumulative_probe(subject, pass_: Pass, positions: int = 1024,
                      budget_bytes: int = 1 << 28):
   """Seed 001 App. A / Fig. 4: mass of the top-m tokens, averaged over the
   first positions of the Pass (their count is returned)."""
-  p, k = first_probabilities(subject, pass_, positions, budget_bytes)
+  p, k = _sub_probabilities(subject, pass_, positions, budget_bytes)
   m_values = np.unique(np.geomspace(1, p.shape[1], 30).astype(int))
   cum, need, of_mean = head_stats.top_mass(p, m_values, 0.9)
   window = pass_.x.shape[1]
@@ -121,7 +121,7 @@ def natural_targets(subject, pass_: Pass, positions: int = 512,
                     keep: int = 512, budget_bytes: int = 1 << 28):
   """App. D: the model's own next-token distributions, top `keep` of each
   of the first positions, descending [k, keep]."""
-  p, _ = first_probabilities(subject, pass_, positions, budget_bytes)
+  p, _ = _sub_probabilities(subject, pass_, positions, budget_bytes)
   keep = min(keep, p.shape[1])
   top = -np.partition(-p, keep - 1, axis=1)[:, :keep]
   return -np.sort(-top, axis=1)

@@ -68,6 +68,17 @@ def _short(tokens: int) -> str:
           "(real_llm.text) would decide")
 
 
+def _batch_verdict(ok: bool, tokens: int, rises: bool) -> tuple[str, str]:
+  """(verdict, why) of a statistic read at the largest batch, `ok` on the
+  paper's side. A batch of FEW_MILLION tokens settles it; a smaller one
+  settles only the side a larger batch cannot leave (a statistic that
+  `rises` with the batch keeps a pass; one that falls keeps a failure),
+  else too small to speak."""
+  if ok == rises or tokens >= FEW_MILLION:
+    return (REPRODUCED if ok else DISAGREES), ""
+  return TOO_SMALL, _short(tokens)
+
+
 def contexts_row(name, b, m) -> Row:
   """Fig. 9 (a): the share of a batch's positions whose context occurs
   once in it, at the largest batch, against NEARLY_ALL. The share falls as
@@ -79,8 +90,7 @@ def contexts_row(name, b, m) -> Row:
   share = top["seen_once"] / top["tokens"]
   shares = [r["seen_once"] / r["tokens"] for r in curve]
   window = int(num(b, "window", at=at))
-  verdict = (DISAGREES if share < NEARLY_ALL else REPRODUCED
-             if top["tokens"] >= FEW_MILLION else TOO_SMALL)
+  verdict, why = _batch_verdict(share >= NEARLY_ALL, top["tokens"], False)
   return Row(
       verdict, f"{share:.1%} of {top['tokens']} positions have a context "
       f"seen once in the batch (from {shares[0]:.1%} at {curve[0]['tokens']}"
@@ -89,8 +99,7 @@ def contexts_row(name, b, m) -> Row:
       f"{len(curve)} nested batches of windows of {window} tokens, up to "
       f"{top['tokens']}", "none: exact counts over one draw of windows; "
       f"over the batch sizes the share ranges {min(shares):.3f} .. "
-      f"{max(shares):.3f}", why=_short(top["tokens"]) if verdict == TOO_SMALL
-      else "", deviations=_tokenizer(name, m) + (
+      f"{max(shares):.3f}", why=why, deviations=_tokenizer(name, m) + (
           f"window of {window} tokens: a share under {NEARLY_ALL:.0%} needs "
           f"the contexts of over {1 - NEARLY_ALL:.0%} of each window's "
           "positions to recur, i.e. verbatim repeats of over "
@@ -112,9 +121,10 @@ def _largest(name, b, m, what: str):
       NOT_APPLICABLE, f"{top['distinct_tokens']} distinct tokens = "
       f"{top['distinct_tokens'] / v:.1%} of V = {int(v)}; |C^uu| = "
       f"{top['C_uu']} in {top['tokens']} tokens", what, f"{top['tokens']} "
-      "tokens", "none: exact counts, shown but not judged", why=f"the paper counts SmolLM2's tokenizer (V = 49152); "
-      f"{name}'s (V = {int(v)}) spans other scripts and languages, which no "
-      "English text reaches", deviations=_tokenizer(name, m))
+      "tokens", "none: exact counts, shown but not judged",
+      why=f"the paper counts SmolLM2's tokenizer (V = 49152); {name}'s "
+      f"(V = {int(v)}) spans other scripts and languages, which no English "
+      "text reaches", deviations=_tokenizer(name, m))
 
 
 def tokens_row(name, b, m) -> Row:
@@ -128,15 +138,14 @@ def tokens_row(name, b, m) -> Row:
   if na:
     return na
   share = top["distinct_tokens"] / v
-  verdict = (REPRODUCED if share > MOST else DISAGREES
-             if top["tokens"] >= FEW_MILLION else TOO_SMALL)
+  verdict, why = _batch_verdict(share > MOST, top["tokens"], True)
   return Row(
       verdict, f"{top['distinct_tokens']} distinct tokens = {share:.1%} of "
       f"V = {int(v)} in a batch of {top['tokens']} tokens", what,
       f"{top['tokens']} tokens of a "
       f"{int(num(b, 'text_tokens', at=f'{name}.batches'))}-token text",
       "none: an exact count over one draw of windows",
-      why=_short(top["tokens"]) if verdict == TOO_SMALL else "",
+      why=why,
       deviations=_tokenizer(name, m) + (
           f"threshold inferred: 'most tokens' read as over {MOST:.0%} of V",))
 
@@ -154,14 +163,13 @@ def cuu_row(name, b, m) -> Row:
   if na:
     return na
   ratio = top["C_uu"] / d
-  verdict = (REPRODUCED if ratio >= MUCH_GREATER else DISAGREES
-             if top["tokens"] >= FEW_MILLION else TOO_SMALL)
+  verdict, why = _batch_verdict(ratio >= MUCH_GREATER, top["tokens"], True)
   return Row(
       verdict, f"|C^uu| = {top['C_uu']} = {ratio:.1f} D (D = {int(d)}) and "
       f"{top['C_uu'] / v:.1%} of V = {int(v)}, in a batch of {top['tokens']}"
       " tokens", what, f"{top['tokens']} tokens",
       "none: an exact count over one draw of windows",
-      why=_short(top["tokens"]) if verdict == TOO_SMALL else "",
+      why=why,
       deviations=_tokenizer(name, m) + (
           f"threshold inferred: '>>' read as at least {MUCH_GREATER} times",
           "within one batch almost every context is seen once, so |C^uu| "
