@@ -27,6 +27,8 @@ computed from its numbers; nothing here states an expected result.
 from ml_collections import config_dict
 
 SCALES = ("tiny", "quick", "full", "paper")
+# Figure 1's T5-Large and GPT2-XL panels (random heads of their shapes).
+_TABLE1_PANELS = ("32128,1024,150..210:15", "50257,1600,220..320:20")
 
 
 def get_config(scale: str = "quick") -> config_dict.ConfigDict:
@@ -114,10 +116,15 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
       # m = 400, Llama-2-7B's 32000 x 4096 near 1070); "N,d,m-spec" each.
       # Full runs the first on the CPU; the second (18 min and 9 GB there
       # at 10 subsets per m: benchmarks/RESULTS.md) does not fit its 2 h.
-      # Steps of 25: both transitions are about 75 wide.
-      wide=at(("1500,64,4..12:4",), (), ("32000,2048,300..500:25",
-                                        "32000,4096,1000..1150:25"),
-              full=("32000,2048,300..500:25",)))
+      # Steps of 25: both transitions are about 75 wide. T5-Large's and
+      # GPT2-XL's shapes (Fig. 1's other panels; their transitions found by
+      # a 4-subset scan: 160..200, 260..320) cost ~0.5 and ~1 min at 10
+      # subsets per m on 2 cores; quick runs T5-Large's (GPT2-XL's took the
+      # section to a peak of 3.8 GB, near quick's 4 GB).
+      wide=at(("1500,64,4..12:4",), _TABLE1_PANELS[:1],
+              ("32000,2048,300..500:25", "32000,4096,1000..1150:25",
+               *_TABLE1_PANELS),
+              full=("32000,2048,300..500:25", *_TABLE1_PANELS)))
   # Figure 3: LP m* against d at fixed N, and against N at fixed d.
   # Quick: N = 2000, so d reaches N / 8, outside the paper's d << N
   # (the section and the ledger say so); full: the paper's regime.
@@ -200,6 +207,15 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Seed 002 eq. (6), Props. 2.5, 2.6 checked in float64 on this many
   # positions of the probe model's text (two SVDs of [contexts, V]).
   c.probes.theory_tokens = at(256, 1024, 4096, full=2048)
+  # The same on real LLMs' hidden states and head rows: positions, and the
+  # rows kept (every observed next token plus random ones: a C x V float64
+  # matrix at V = 49152 and C > 2D = 1152 is past 4 GB). Past 2D contexts
+  # eq. (6) bites; Prop. 2.6 applies once D^u (distinct unique next
+  # tokens) exceeds rank(H) + rank(W).
+  c.probes.theory_models = at(("smollm2",), ("smollm2",),
+                              ("smollm2", "gemma3"))
+  c.probes.theory_llm_tokens = at(256, 2048, 8192, full=4096)
+  c.probes.theory_vocab = at(2048, 8192, 16384)
 
   # Every probe on real LLMs side by side (train/report/real_llm.py, the
   # comparison of train/probes/compare.py): seeds 001-003.
@@ -218,6 +234,9 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   c.real_llm.edit_tokens = at(2, 4, 10)  # Tokens edited (Algorithm 1).
   c.real_llm.edit_positions = at(64, 512, 2048, full=1024)  # Per edit set.
   c.real_llm.prune_positions = at(64, 256, 2048, full=512)  # Fig. 6.
+  # The shared matrix edited and pruned (tied models; each variant a
+  # forward over these out-of-domain positions).
+  c.real_llm.shared_positions = at(32, 256, 1024, full=512)
   c.real_llm.cumulative_positions = at(64, 256, 2048, full=512)  # App. A.
   c.real_llm.natural_positions = at(32, 256, 512)  # App. D targets.
   c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.

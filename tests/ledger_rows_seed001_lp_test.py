@@ -136,6 +136,17 @@ CASES = [
         "32000x4096": {"records": curve([(1050, 10), (1075, 6)], 10)}}}},
          CONFIG, {"32000x2048": D, "32000x4096": T},
          "below 375 / 10 subsets across 1070 +- 25"),
+    # Fig. 1's T5-Large / GPT2-XL panels: d/5 +- 25 % = 154 .. 256 and
+    # 240 .. 400.
+    Case("001", "Fig. 1 (T5-Large, GPT2-XL)", {"figure1": {"wide": {
+        "32128x1024": {"records": curve([(180, 400), (200, 300)], 400)},
+        "50257x1600": {"records": curve([(200, 5), (220, 0)], 10)}}}},
+         CONFIG, {"T5-Large": R, "GPT2-XL": D},
+         "[180, 199] inside; GPT2-XL certified below 220 < 240"),
+    Case("001", "Fig. 1 (T5-Large, GPT2-XL)", {"figure1": {"wide": {
+        "32128x1024": {"records": curve([(150, 10), (180, 0)], 10)}}}},
+         CONFIG, {"T5-Large": T, "GPT2-XL": N}, "10 subsets cannot certify "
+         "0.99; GPT2-XL not run"),
     # Fig. 3 (d).
     Case("001", "Fig. 3", fig3(AT_5), CONFIG, {"": R},
          "every d's bracket inside d/5 +- 25 % (400 subsets)"),

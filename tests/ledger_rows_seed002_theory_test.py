@@ -72,6 +72,32 @@ class LedgerRowsSeed002TheoryTest(absltest.TestCase):
       row, = ledger_sides.claim_of("002", where).read(numbers, {})
       self.assertEqual(row.verdict, R, where)
 
+  def test_sub_head_keeps_every_next_token(self):
+    """A real head's row subset (seed002_theory.sub_head): every target
+    kept and re-indexed, the size asked, the statements checked on it;
+    a subset too small for the targets is refused by its field."""
+    from train.report import seed002_theory  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(4)
+    y = rng.choice([3, 17, 99, 250], 40)
+    rows, y_sub = seed002_theory.sub_head(y, 300, 32, seed=0)
+    self.assertLen(rows, 32)
+    self.assertLen(set(rows.tolist()), 32)
+    np.testing.assert_array_equal(rows[y_sub], y)
+    with self.assertRaisesRegex(ValueError, "probes.theory_vocab"):
+      seed002_theory.sub_head(y, 300, 3, seed=0)
+    with self.assertRaisesRegex(ValueError, "probes.theory_vocab"):
+      seed002_theory.sub_head(y, 300, 301, seed=0)
+    x = rng.choice([3, 17, 99, 250], (4, 10))
+    ids = gradient_theory.context_ids(x)
+    rows, y_sub = seed002_theory.sub_head(np.roll(x, -1, 1).ravel(), 300,
+                                          8, seed=0)
+    ctx = gradient_theory.group(ids, y_sub, rows.size)
+    w = rng.normal(size=(300, 2))
+    out = gradient_theory.check(rng.normal(size=(ctx.n, 2)), w[rows], None,
+                                ctx)
+    self.assertTrue(out["eq6_holds"])
+    self.assertEqual(out["V"], 8)
+
 
 if __name__ == "__main__":
   absltest.main()

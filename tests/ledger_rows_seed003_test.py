@@ -30,11 +30,17 @@ def _encoding(r2=0.97, inp=0.7, dims=None, v=4096, d=64):
   return e
 
 
-def _edit(per=(0.2, 0.25, 0.15), unedited=1.1):
-  return {"table": [{"variant": "b=2", "e_local": float(np.mean(per)),
-                     "e_local_per_token": list(per)}],
-          "scales": [0.5, 2.0], "unedited_error": unedited,
-          "positions_per_set": {"local": 512}}
+def _edit(per=(0.2, 0.25, 0.15), unedited=1.1, detect=None):
+  """Algorithm 1's numbers; `detect`: per-token e_ood of the MLR fitted on
+  268 detect positions (Fig. 5), None: no such variant."""
+  table = [{"variant": "b=2", "e_local": float(np.mean(per)),
+            "e_ood": float(np.mean(per)), "e_local_per_token": list(per)}]
+  if detect is not None:
+    table.append({"variant": "detect 268, b=2", "e_ood": float(np.mean(
+        detect)), "e_ood_per_token": list(detect)})
+  return {"table": table, "scales": [0.5, 2.0], "unedited_error": unedited,
+          "sentence_tokens": 134,
+          "positions_per_set": {"local": 512, "ood": 512}}
 
 
 def _prune(ratio=2.0, noise=0.05, blocks=8):
@@ -99,6 +105,14 @@ SEED003 = [
     case("Algorithm 1 / Table 2", probe(edit=_edit((0.70, 0.72, 0.71))),
          {"probe model": D}, "65 %: above the paper's worst case"),
     case("Fig. 6", probe(), {"probe model": R}, "adversarial x2"),
+    case("Fig. 5", probe(edit=_edit(detect=(0.2, 0.25, 0.15))),
+         {"probe model": R}, "e_ood 0.2 = 18 % of 1.1 from 268 positions"),
+    case("Fig. 5", probe(edit=_edit(detect=(0.9, 1.0, 0.95))),
+         {"probe model": D}, "86 % of not editing"),
+    case("Fig. 5", probe(edit=_edit(detect=(0.1, 1.0, 0.5))),
+         {"probe model": T}, "straddles 0.64"),
+    case("Fig. 5", probe(), {"probe model": claim.NOT_RUN},
+         "a detect set of <= 268 positions: no such variant"),
     case("Fig. 6", probe(prune=_prune(0.5)), {"probe model": D},
          "adversarial x0.5"),
     case("Fig. 6", probe(prune=_prune(1.0, noise=0.3)), {"probe model": T},
@@ -165,7 +179,44 @@ def _figure1(trained, gaussian, n):
   return {"trained": arm(trained), "gaussian": arm(gaussian)}
 
 
+def _shared(ratio=2.0, noise=0.05, per=(0.2, 0.25, 0.15), tied=True):
+  """The shared-matrix probe's numbers: _prune's blocks at RATIOS 0.1..0.5
+  and per-token e of the shared edit."""
+  if not tied:
+    return {"applicable": False, "why": "the head is untied"}
+  pr = _prune(ratio, noise)
+  cut = lambda rows: [r[1:6] for r in rows]  # pylint: disable=unnecessary-lambda-assignment
+  kl = {"saliency": [0.1] * 5, "adversarial": [0.1 * ratio] * 5}
+  return {"applicable": True, "positions": 256,
+          "ratios": [0.1, 0.2, 0.3, 0.4, 0.5],
+          "removal": {"shared": kl, "head_only": kl},
+          "blocks": {"positions": [32] * 8,
+                     "saliency": cut(pr["blocks"]["saliency"]),
+                     "adversarial": cut(pr["blocks"]["adversarial"])},
+          "edit": {"shared": {"e_per_token": list(per), "e": float(
+              np.mean(per)), "kl_unedited": 1e-4},
+                   "head_only": {"e_per_token": list(per), "e": float(
+                       np.mean(per)), "kl_unedited": 1e-4},
+                   "tokens": [5, 6, 7][:len(per)], "occurrences": [1, 2, 3],
+                   "scales": [0.2, 0.5, 2.0, 5.0], "b": 2.0,
+                   "unedited_error": 1.15}}
+
+
 REAL = [
+    case("§4 (tied, shared matrix)", _model(shared=_shared()),
+         {"smollm2": R}, "adversarial x2 the saliency order's KL"),
+    case("§4 (tied, shared matrix)", _model(shared=_shared(0.5)),
+         {"smollm2": D}, "adversarial cheaper than saliency"),
+    case("§4 (tied, shared matrix)", _model(shared=_shared(1.0, 0.3)),
+         {"smollm2": T}, "noisy ratio around 1"),
+    case("§4 (tied, shared matrix)", _model(shared=_shared(tied=False)),
+         {"smollm2": N}, "untied: no shared matrix"),
+    case("Table 2 (tied, shared matrix)", _model(shared=_shared()),
+         {"smollm2": R}, "e 0.2 = 17 % of 1.15"),
+    case("Table 2 (tied, shared matrix)", _model(shared=_shared(
+        per=(0.9, 1.0, 0.95))), {"smollm2": D}, "e 0.95 = 83 % of 1.15"),
+    case("Table 2 (tied, shared matrix)", _model(shared=_shared(
+        per=(0.1, 1.0, 0.5))), {"smollm2": T}, "straddles 0.67"),
     case("App. A on real LLMs", _model(cumulative=_cumulative()),
          {"smollm2": R}, "173: within 100 .. 400", "001"),
     case("App. A on real LLMs", _model(cumulative=_cumulative(
@@ -273,6 +324,26 @@ class LedgerRowsSeed003Test(absltest.TestCase):
     row, = ledger_sides.claim_of("003", "Table 1 (input embeddings)").read(
         probe(encoding=_encoding(inp=0.07)), CFG)
     self.assertIs(row.can_disagree, False)
+
+  def test_a_failed_edit_is_explained_from_its_curve(self):
+    """Algorithm 1's disagreement names the share of the requested
+    log-scale the edit realised (a least-squares slope: 0.1 here) and eq.
+    (1)'s direction's e_local; an edit that did what was asked reads 1."""
+    edit = _edit((0.9, 1.0, 0.95))
+    edit["curve"] = [(r, r ** 0.1) for r in (0.2, 0.5, 2.0, 5.0)]
+    edit["table"].append({"variant": "A = -E[h] (eq. 1), b=2",
+                          "e_local": 0.31})
+    row = seed003_rows.edit_row("probe model", edit, probe()["encoding"],
+                                CFG)
+    self.assertEqual(row.verdict, D)
+    self.assertIn("realises 0.10 of the requested", row.why)
+    self.assertIn("A = -E[h] gives e_local 0.31", row.why)
+    edit = _edit()
+    edit["curve"] = [(r, r) for r in (0.2, 0.5, 2.0, 5.0)]
+    row = seed003_rows.edit_row("probe model", edit, probe()["encoding"],
+                                CFG)
+    self.assertEqual(row.verdict, R)
+    self.assertIn("requested log-scale 1.00", row.ours)
 
   def test_above_the_papers_range_is_said(self):
     m = {"subject": {"V": 49152, "D": 576}, "pass": {"text": "",

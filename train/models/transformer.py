@@ -215,6 +215,14 @@ class TransformerConfig:
     p = params["params"] if "params" in params else params
     return p["embed"]["embedding"]
 
+  def replace_embeddings(self, params, e_vxd):
+    """`params` with the input embedding (a tied head's shared matrix)
+    replaced by e_vxd; every other leaf shared, not copied."""
+    outer = "params" in params
+    p = dict(params["params"] if outer else params)
+    p["embed"] = {**p["embed"], "embedding": e_vxd}
+    return {**params, "params": p} if outer else p
+
 
 def _norm(cfg: TransformerConfig, name: str):
   if cfg.norm == "rms":

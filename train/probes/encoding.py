@@ -115,13 +115,24 @@ def _split_positions(pass_: Pass, cap: int):
   return pass_.h[:min(cap, half)], pass_.h[half:half + cap]
 
 
+SENTENCE = 134  # Fig. 5's caption: ~134 tokens per detect-set sentence.
+
+
+def detect_sizes(cap: int, sentences=(1, 2, 4, 8, 16, 32, 64)) -> list:
+  """Fig. 5's detect-set sizes in positions (whole sentences of SENTENCE
+  tokens) below the detect set's `cap` positions."""
+  return [k * SENTENCE for k in sentences if k * SENTENCE < cap]
+
+
 def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
                positions: int = 2048, budget_bytes: int = 1 << 29,
                scales=(1, 1.1, 1.2, 1.5, 2, 5, 10, 20),
                bs=(1.0, 2.0, 5.0, np.inf, -np.inf), seed: int = 0):
   """Seed 003 Algorithm 1 / Table 2: e_local, e_id, e_ood, KL on unedited,
   on `positions` positions per set (capped so that a set's distributions
-  fit `budget_bytes`)."""
+  fit `budget_bytes`); Fig. 5: the variants 'detect N, b=2' fit the MLR on
+  the detect set's first N positions alone (`detect_sizes`), e_local still
+  measured on the whole detect set."""
   cap = min(positions, position_cap(subject.cfg.vocab_size, budget_bytes))
   detect, ident = _split_positions(pass_, cap)
   local = _Cached(subject, detect)
@@ -130,19 +141,25 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
   rng = np.random.default_rng(seed)
   chosen = rng.choice(e.shape[0], size=tokens, replace=False)
   ratios = sorted({r for s in scales for r in (s, 1.0 / s)})
-  variants = {f"b={b:g}": (fit["slopes"], b) for b in bs}
-  variants["random A, b=2"] = (rng.standard_normal(fit["slopes"].size), 2.0)
-  variants["shuffled A, b=2"] = (rng.permutation(fit["slopes"]), 2.0)
+  pv = fit["p_values"]
+  variants = {f"b={b:g}": (fit["slopes"], pv, b) for b in bs}
+  variants["random A, b=2"] = (rng.standard_normal(fit["slopes"].size), pv,
+                               2.0)
+  variants["shuffled A, b=2"] = (rng.permutation(fit["slopes"]), pv, 2.0)
   # Ours: eq. (1)'s direction itself, A = -E[h] (and -1 on the bias), with
   # full confidence: no regression, so no Jensen-gap distortion of A.
   derived = -local.h.mean(0)
   if e.shape[1] > derived.size:
     derived = np.concatenate([derived, [-1.0]])
-  variants["A = -E[h] (eq. 1), b=2"] = (derived, 2.0)
-  deltas = {label: encoding.edit_delta(
-      np.array(ratios), slopes, np.zeros_like(slopes) if label.startswith(
-          "A = -E") else fit["p_values"], b)
-            for label, (slopes, b) in variants.items()}
+  variants["A = -E[h] (eq. 1), b=2"] = (derived, np.zeros_like(derived),
+                                        2.0)
+  sizes = detect_sizes(len(local.h))
+  for n in sizes:  # Fig. 5: the encoding found on a smaller detect set.
+    small = encoding.mlr(-np.log(local.p[:n].mean(0, dtype=np.float64)),
+                         e, moments(subject, "E"))
+    variants[f"detect {n}, b=2"] = (small["slopes"], small["p_values"], 2.0)
+  deltas = {label: encoding.edit_delta(np.array(ratios), slopes, p, b)
+            for label, (slopes, p, b) in variants.items()}
   errs = {label: {} for label in variants}
   kls = {label: [] for label in variants}
   curve, counts = [], {}
@@ -170,17 +187,20 @@ def edit_probe(subject, pass_: Pass, ood_pass: Pass, tokens: int = 10,
     del cache
   # e_local per edited token (its mean over the scales): the spread a
   # ledger row's interval over tokens reads.
+  per_token = lambda x: np.reshape(x, (len(chosen), -1)).mean(1).tolist()  # pylint: disable=unnecessary-lambda-assignment
   rows = [{"variant": label, "e_local": float(np.mean(e_["local"])),
-           "e_local_per_token": np.reshape(e_["local"], (len(chosen), -1)
-                                           ).mean(1).tolist(),
+           "e_local_per_token": per_token(e_["local"]),
+           "e_ood_per_token": per_token(e_["ood"]),
            "e_id": float(np.mean(e_["id"])), "e_ood": float(np.mean(
                e_["ood"])), "kl_unedited": float(np.mean(kls[label]))}
           for label, e_ in errs.items()]
   unedited = float(np.mean(np.abs(np.log(ratios))))
-  return {"table": rows, "tokens": chosen.tolist(), "scales": ratios,
-          "unedited_error": unedited, "positions_per_set": counts,
-          "curve": curve}, {
-              "edit_scales": plots.edit_scales({subject.name: curve})}
+  out = {"table": rows, "tokens": chosen.tolist(), "scales": ratios,
+         "unedited_error": unedited, "positions_per_set": counts,
+         "detect_sizes": sizes + [counts["local"]],
+         "sentence_tokens": SENTENCE, "curve": curve}
+  return out, {"edit_scales": plots.edit_scales({subject.name: curve}),
+               "edit_detect": plots.detect_size({subject.name: out})}
 
 
 def _e_local_b2(n) -> str:
@@ -217,7 +237,11 @@ EDIT = Probe(
                            seed=ctx.settings.seed),
     figures=(Figure("edit_scales", "Requested vs measured scaling of a "
                     "token's mean probability after Algorithm 1's edit "
-                    "(b = 2).", of_key(plots.edit_scales, "curve")),),
+                    "(b = 2).", of_key(plots.edit_scales, "curve")),
+             Figure("edit_detect", "Scale error of Algorithm 1 (b = 2) on "
+                    "out-of-domain and in-distribution positions against "
+                    "the size of the detect set the encoding is fitted on "
+                    "(seed 003 Fig. 5).", plots.detect_size)),
     share=0.07, rows=(
         Row("seed003", "Algorithm 1: e_local at b = 2 (unedited)",
             "0.19 at b = 2 (seed 003 Table 2, GPT-2)", _e_local_b2),))

@@ -146,6 +146,27 @@ def edit_scales(series):
   return fig
 
 
+def detect_size(series):
+  """Seed 003 Fig. 5: e_ood (and e_id) against the detect set's size, per
+  model, with not editing's error; `series` {label: edit_probe numbers}."""
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for (label, edit), color in _colors(series):
+    by = {r["variant"]: r for r in edit["table"]}
+    sizes = edit["detect_sizes"]
+    rows = [by[f"detect {n}, b=2"] for n in sizes[:-1]] + [by["b=2"]]
+    ax.plot(sizes, [r["e_ood"] for r in rows], "o-", color=color,
+            label=f"{label}: e_ood")
+    ax.plot(sizes, [r["e_id"] for r in rows], "s:", color=color,
+            label=f"{label}: e_id")
+    ax.axhline(edit["unedited_error"], color=color, lw=0.8, ls="--")
+  ax.set_xscale("log")
+  ax.set_xlabel("detect-set positions (Fig. 5: sentences of ~134 tokens)")
+  ax.set_ylabel("scale error e (b = 2)")
+  ax.set_title("Seed 003 Fig. 5 (dashed: not editing)")
+  ax.legend(fontsize=7)
+  return fig
+
+
 def prune(series):
   """Seed 003 Fig. 6: KL of the averaged distribution vs removal ratio."""
   fig, ax = plt.subplots(figsize=(5.5, 3.8))

@@ -6,7 +6,7 @@ probe, one line here).
 from __future__ import annotations
 
 from train.probes import (batches, encoding, forward, frequency, gradient,
-                          head, pruning, spec, subjects)
+                          head, pruning, shared, spec, subjects)
 
 SPECS = {p.name: p for p in (
     head.SANITY,
@@ -18,6 +18,7 @@ SPECS = {p.name: p for p in (
     head.ROWSTATS,
     frequency.FREQUENCY,
     batches.BATCHES,
+    shared.SHARED,
 )}
 PROBES = tuple(SPECS)
 DEFAULT_WINDOW = 1024  # Tokens per window of a real LLM (<= its context).

@@ -34,6 +34,9 @@ class Settings:
   edit_tokens: int = 10  # Tokens edited (Algorithm 1).
   edit_positions: int = 2048  # Positions per edit set (memory-capped).
   prune_positions: int = 1024  # Out-of-domain positions (Fig. 6).
+  # Out-of-domain positions of the shared-matrix probe (each of its 10
+  # removals and 4 scales x edit_tokens edits is a forward over them).
+  shared_positions: int = 256
   cumulative_positions: int = 1024  # Positions sorted for App. A.
   profile_columns: int = 0  # Fig. 3's profiled PCs and dims (0: all).
   lp_m: str = "30..100:10"  # Figure 1 m values on each head.

@@ -55,10 +55,19 @@ def _reading(name: str, r: dict, s) -> str:
              + real_llm_rows.twin_sentence(r["gradient"].get("random_head")))
   out.append(seed003.said(seed003_rows.edit_row, "seed 003 Algorithm 1",
                           r["edit"], r, {}, name, reason=seed003.EDIT_REASON))
+  out.append(seed003.said(seed003_rows.fig5_row, "seed 003 Fig. 5",
+                          r["edit"], r, {}, name))
   out.append(seed003.said(
       seed003_rows.removal_row, "seed 003 Fig. 6", r["prune"], r, {}, name,
       reason=f"The MLR saliency is fitted on {r['pass']['tokens']} "
       "positions of one text and measured on another."))
+  if r.get("shared", {}).get("applicable"):
+    out.append(seed003.said(seed003_rows.shared_removal_row,
+                            "seed 003 §4 on the shared matrix", r["shared"],
+                            r, {}, name))
+    out.append(seed003.said(seed003_rows.shared_edit_row,
+                            "seed 003 Table 2 on the shared matrix",
+                            r["shared"], r, {}, name))
   if "figure1" in r:
     f1 = r["figure1"]
     gap = max(((a["m"], a["fraction"] - b["fraction"]) for a, b in

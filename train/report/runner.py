@@ -55,7 +55,7 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "figure5": Spec(seed001_bounds.figure5, 57),
     "prescribed": Spec(seed001_bounds.prescribed_probabilities, 5, 15),
     "signrank": Spec(seed001_bounds.signrank_construction, 27),
-    "figure1": Spec(seed001_lp.figure1, 39, 240),
+    "figure1": Spec(seed001_lp.figure1, 50, 240),
     "figure3": Spec(seed001_lp.figure3, 25, 340),
     "natural": Spec(seed001_lp.natural_targets, 7),
     "trained": Spec(seed001_lp_trained.trained_vs_random, 38, 220),

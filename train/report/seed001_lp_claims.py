@@ -25,6 +25,11 @@ NEED = ("m", "feasible", "trials")
 # curves drawn in steps we take as 25).
 PAPER_TOP = {"logits": (95, 5), "probs": (85, 5)}
 PAPER_WIDE = {"32000x2048": (400, 25), "32000x4096": (1070, 25)}
+# Fig. 1's T5-Large and GPT2-XL panels: the paper draws them and states no
+# m; what it says of random LP transitions is Fig. 3's m ~ d/5 (both have
+# N / d = 31, inside its d << N), and its bound (Table 1) lies under them.
+TABLE1_PANELS = {"32128x1024": ("T5-Large", 35),
+                 "50257x1600": ("GPT2-XL", 54)}
 # The paper's own LP transitions as m/d (Fig. 1: GPT-2, TinyLlama, Llama 2).
 PAPER_RATIOS = ((768, 95), (2048, 400), (4096, 1070))
 D_OVER_5 = (0.15, 0.25)  # 'm ~ d/5' taken as m*/d within 25 % of 0.2.
@@ -119,6 +124,49 @@ def read_figure1_wide(s, cfg):
     recs = records(wide[k], "records", at=f"wide.{k}", need=NEED)
     out.append(_transition_row(recs, paper, cfg["threshold"])._replace(
         subject=k))
+  return out
+
+
+def read_figure1_table1(s, cfg):
+  """Fig. 1's T5-Large and GPT2-XL panels (random heads of their shapes):
+  m* bracketed by the curve against Fig. 3's d/5 +- 25 % (D_OVER_5), with
+  Table 1's closed-form m* beside it."""
+  wide = mapping(s.get("wide", {}), "wide")
+  level, out = cfg["threshold"], []
+  for k, (model, bound) in TABLE1_PANELS.items():
+    d = int(k.split("x")[1])
+    if k not in wide:
+      out.append(Row(NOT_RUN, "-", "-", "-", "-", f"{model} ({k}) not run "
+                     "here (figure1.wide; full and paper run both)",
+                     subject=model))
+      continue
+    recs = records(wide[k], "records", at=f"wide.{k}", need=NEED)
+    b = st.m_bracket(recs, level)
+    lo, hi = D_OVER_5[0] * d, D_OVER_5[1] * d
+    verdict = _in_band(b, lo, hi)
+    why = {TOO_SMALL: f"the bracket overlaps the band's edge: certifying a "
+                      f"fraction >= {level} takes >= {st.certify_n(level)} "
+                      f"subsets per m with none failing; {st.n_text(recs)} "
+                      "here",
+           DISAGREES: f"m* clear of d/5 +- 25 % ({lo:.0f} .. {hi:.0f})"
+           }.get(verdict, "")
+    above = "above" if b.point > bound else "not above"
+    out.append(Row(
+        verdict, f"m* in {st.bracket_text(b)}, m*/d in "
+        f"{st.bracket_text(b, d, '.3f')}; every sampled subset selectable "
+        f"to m = {b.point}, {above} Table 1's closed-form m* = {bound}; "
+        f"{st.fractions_near(recs, b.point)}",
+        f"m*_{level} of a random {k} head (the LP), bracketed by 95 % "
+        f"Clopper-Pearson ends per m, against d/5 +- 25 % = {lo:.0f} .. "
+        f"{hi:.0f} (Fig. 3's m ~ d/5)", f"{st.n_text(recs)} subsets per m",
+        "95 % Clopper-Pearson per m; m* in [last m certified >= level, "
+        "first m certified below - 1]", why,
+        ("claim inferred: Fig. 1 draws this panel and states no m; Fig. "
+         "3's m ~ d/5 (d << N) is the paper's number for random heads",
+         f"threshold inferred: 'm ~ d/5' read as m*/d in {D_OVER_5[0]} .. "
+         f"{D_OVER_5[1]}", "a random matrix of the model's shape, not its "
+         "trained head (no weights can be downloaded here)"),
+        subject=model))
   return out
 
 
@@ -446,6 +494,10 @@ CLAIMS = (
     claim.on("001", "Fig. 1 (bottom)", "random TinyLlama- and Llama-2-size "
              "heads (32000 x 2048, x 4096): all subsets up to m ~ 400, "
              "~1070", "figure1", read_figure1_wide),
+    claim.on("001", "Fig. 1 (T5-Large, GPT2-XL)", "random heads of their "
+             "sizes (32128 x 1024, 50257 x 1600) through their transitions "
+             "(no m stated; Fig. 3: m ~ d/5)", "figure1",
+             read_figure1_table1),
     claim.on("001", "Fig. 3", "m ~ d/5 for d << N (N = 32000)", "figure3",
              read_figure3),
     claim.on("001", "Fig. 3 (N panel)", "m decreases slowly with N as N "

@@ -58,6 +58,7 @@ def encoding_section(config, outdir: str) -> Section:
       table(edit["table"], EDIT_COLUMNS),
       said(seed003_rows.edit_row, "seed 003 Algorithm 1", edit, numbers,
            config, reason=EDIT_REASON),
+      said(seed003_rows.fig5_row, "seed 003 Fig. 5", edit, numbers, config),
       f"**Dimension removal** (Fig. 6), KL at 30% / 50% removed: saliency "
       f"order {sal[3]:.3g} / {sal[5]:.3g}, adversarial {adv[3]:.3g} / "
       f"{adv[5]:.3g}. "
@@ -154,7 +155,8 @@ def said(row_fn, cite: str, numbers: dict, whole: dict, config,
     return f"**Agrees with {cite}**: {detail}."
   if r.verdict == DISAGREES:
     return f"**Disagrees with {cite}**: {detail}." + (
-        f" {reason}" if reason else "")
+        f" {r.why[0].upper()}{r.why[1:]}." if r.why else "") + (
+            f" {reason}" if reason else "")
   return f"**Cannot tell** ({cite}): {detail}; {r.why}."
 
 

@@ -39,7 +39,7 @@ def named(sections: dict, key: str) -> list[tuple[str, dict, dict]]:
   (section `encoding`) and every real LLM of section `real_llm` with
   `key`."""
   out = []
-  if "encoding" in sections:
+  if "encoding" in sections and key in sections["encoding"]:
     out.append(("probe model", sections["encoding"][key],
                 sections["encoding"]))
   if "real_llm" in sections:
@@ -197,6 +197,32 @@ def sparsity_row(name, e, whole, config) -> Row:
                  f"{SPARSE_SPEARMAN}",))
 
 
+def _under(per: list, limit: float):
+  """(lo, hi, verdict): a t interval of per-token scale errors against
+  `limit`, reproduced below it (one token: no interval, too small)."""
+  if len(per) < 2:
+    return -math.inf, math.inf, TOO_SMALL
+  _, lo, hi = intervals.t_interval(per)
+  return lo, hi, claim.side(lo, hi, limit, agrees_above=False)
+
+
+def _edit_diagnosis(edit: dict, at: str):
+  """(realised, derived): the least-squares slope through 0 of ln r_hat on
+  ln r over the b = 2 curve (1: the edit moves alpha_w as asked; 0: not
+  at all), None without a curve; and e_local of the 'A = -E[h]' variant
+  (eq. (1)'s direction), None when absent."""
+  realised = None
+  curve = edit.get("curve")
+  if isinstance(curve, list) and curve:
+    x = [math.log(finite(r, f"{at}.curve")) for r, _ in curve]
+    y = [math.log(max(finite(g, f"{at}.curve"), 1e-300)) for _, g in curve]
+    sxx = sum(v * v for v in x)
+    realised = sum(a * b for a, b in zip(x, y)) / sxx if sxx > 0 else None
+  derived = next((r.get("e_local") for r in edit.get("table", [])
+                  if str(r.get("variant", "")).startswith("A = -E")), None)
+  return realised, derived
+
+
 def edit_row(name, edit, whole, config) -> Row:
   """Algorithm 1 / Table 2: e_local at b = 2 against the paper's worst case
   at b = 2 (GPT-2 XL, 0.64 of not editing's 1.10: EDIT_SHARE). Not
@@ -219,13 +245,21 @@ def edit_row(name, edit, whole, config) -> Row:
       raise ValueError(f"`{at}.b=2.e_local_per_token[{i}]` = {x} < 0")
   mean = num(b2, "e_local", at=f"{at}.b=2")
   limit = EDIT_SHARE * unedited
-  if len(per) < 2:
-    lo, hi, verdict = -math.inf, math.inf, TOO_SMALL
-  else:
-    _, lo, hi = intervals.t_interval(per)
-    verdict = claim.side(lo, hi, limit, agrees_above=False)
+  lo, hi, verdict = _under(per, limit)
+  realised, derived = _edit_diagnosis(edit, at)
+  why = (f"the interval straddles {limit:.2f}: more tokens edited (the "
+         f"paper: {PAPER_EDIT_TOKENS}) would decide"
+         if verdict == TOO_SMALL else "")
+  if verdict == DISAGREES and realised is not None:
+    why = (f"the edit realises {realised:.2f} of the requested log-scale "
+           "(slope of ln r_hat on ln r): the MLR slopes overstate how much "
+           "a unit step of E_w moves alpha_w on this model" + (
+               f"; eq. (1)'s own direction A = -E[h] gives e_local "
+               f"{derived:.2f}" if derived is not None else ""))
   return Row(verdict, f"e_local {mean:.2f} = {mean / unedited:.0%} of not "
-             f"editing ({unedited:.2f}); the paper's GPT-2 0.19",
+             f"editing ({unedited:.2f}); the paper's GPT-2 0.19" + (
+                 f"; realised share of the requested log-scale "
+                 f"{realised:.2f}" if realised is not None else ""),
              f"e_local at b = 2 (mean over tokens and scales); reproduced "
              f"under {EDIT_SHARE:.0%} of not editing's error (the paper's "
              "worst case at b = 2: GPT-2 XL 0.64 of 1.10; GPT-2 0.19 = "
@@ -235,15 +269,63 @@ def edit_row(name, edit, whole, config) -> Row:
              (bracket(lo, hi, "t interval over tokens (paired: not "
                       "editing's error is the same for every token)", ".2f")
               if len(per) > 1 else "none: one token edited"),
-             why=(f"the interval straddles {limit:.2f}: more tokens edited "
-                  f"(the paper: {PAPER_EDIT_TOKENS}) would decide"
-                  if verdict == TOO_SMALL else ""),
+             why=why,
              deviations=deviations(name, whole, config) + (
                  f"threshold inferred: the paper's worst case at b = 2 "
                  f"({EDIT_SHARE:.0%} of not editing)",) + (
                  (f"{len(per)} tokens edited (the paper: "
                   f"{PAPER_EDIT_TOKENS})",) if len(per) != PAPER_EDIT_TOKENS
                  else ()))
+
+
+FIG5_SENTENCES = 2  # §3.3: "even 2 examples" (Fig. 5: ~134 tokens each).
+
+
+def fig5_row(name, edit, whole, config) -> Row:
+  """Fig. 5: the encoding fitted on a detect set of FIG5_SENTENCES
+  sentences (edit_probe's 'detect N, b=2', N = 2 x 134 positions) edits
+  out-of-domain positions precisely: e_ood under EDIT_SHARE of not
+  editing's error (edit_row's threshold), a t interval over tokens; the
+  whole detect set's e_ood beside it."""
+  at = f"{name}.edit"
+  n = FIG5_SENTENCES * int(num(edit, "sentence_tokens", at=at))
+  statistic = (f"e_ood at b = 2 with the MLR fitted on the detect set's "
+               f"first {n} positions ({FIG5_SENTENCES} sentences of Fig. 5's"
+               f" ~134 tokens); reproduced under {EDIT_SHARE:.0%} of not "
+               "editing's error")
+  by = {r.get("variant"): r for r in records(edit, "table", at=at)}
+  small, full = by.get(f"detect {n}, b=2"), by.get("b=2")
+  if small is None or full is None:
+    held = edit.get("positions_per_set", {}).get("local", "?")
+    return Row(NOT_RUN, "-", statistic, "-", "-", f"the detect set holds "
+               f"{held} positions, not more than {n} (edit_positions)")
+  unedited = num(edit, "unedited_error", at=at)
+  if unedited <= 0:
+    raise ValueError(f"`{at}.unedited_error` = {unedited}: must be > 0")
+  per = small.get("e_ood_per_token")
+  if not isinstance(per, list) or not per:
+    raise TypeError(f"`{at}.detect {n}.e_ood_per_token` is not a non-empty "
+                    "list")
+  per = [finite(x, f"{at}.detect {n}.e_ood_per_token[{i}]")
+         for i, x in enumerate(per)]
+  mean, limit = sum(per) / len(per), EDIT_SHARE * unedited
+  lo, hi, verdict = _under(per, limit)
+  whole_e = num(full, "e_ood", at=f"{at}.b=2")
+  return Row(
+      verdict, f"e_ood {mean:.2f} = {mean / unedited:.0%} of not editing "
+      f"({unedited:.2f}) from {n} detect positions; from all "
+      f"{edit['positions_per_set']['local']}: {whole_e:.2f}", statistic,
+      f"{len(per)} tokens x {len(edit['scales'])} scales; "
+      f"{edit['positions_per_set'].get('ood', '?')} out-of-domain positions",
+      (bracket(lo, hi, "t interval over tokens", ".2f") if len(per) > 1
+       else "none: one token edited"),
+      why=(f"the interval straddles {limit:.2f}: more tokens edited would "
+           "decide" if verdict == TOO_SMALL else ""),
+      deviations=deviations(name, whole, config) + (
+          f"threshold inferred: 'precise' read as Table 2's worst case at "
+          f"b = 2 ({EDIT_SHARE:.0%} of not editing)",
+          f"a sentence read as {n // FIG5_SENTENCES} consecutive positions "
+          "of the probed text (the paper: BookCorpus-like sentences)"))
 
 
 def _log_ratios(name, prune, share) -> list[float]:
@@ -293,6 +375,103 @@ def removal_row(name, prune, whole, config) -> Row:
                  "KL only (the paper also reports MAUVE)",))
 
 
+# Table 2's tied GPT-2 (b = 2): e_ood 0.15, e_local 0.19 of not editing's
+# 1.10 (the shared matrix edited).
+PAPER_TIED_E_OOD = 0.15
+
+
+def _not_tied(name: str, sh: dict, statistic: str) -> Row | None:
+  """The NOT_APPLICABLE row of a subject without a shared matrix."""
+  if mapping(sh, f"{name}.shared").get("applicable", False):
+    return None
+  return Row(NOT_APPLICABLE, "-", statistic, "-", "-",
+             f"{sh.get('why', 'no shared matrix')}: the paper's tied "
+             "variant edits a matrix this subject does not share")
+
+
+def shared_removal_row(name, sh, whole, config) -> Row:
+  """§4 on a tied model: dimensions removed from the shared matrix (input
+  and output embedding at once, new forward passes), the adversarial
+  order's KL over the saliency order's at 30 % and 50 % (removal_row's
+  test), the head-only KL on the same positions beside it."""
+  statistic = ("removal_row's test (KL most salient first / least salient "
+               "first at 30 % and 50 %, per block) on the shared matrix, "
+               "removed from both sides")
+  na = _not_tied(name, sh, statistic)
+  if na:
+    return na
+  row = removal_row(name, sh, whole, config)
+  rem = mapping(sh.get("removal"), f"{name}.shared.removal")
+  ratios = sh["ratios"]
+  i = ratios.index(PRUNED[0])
+  kl = {v: [finite(rem[v][o][i], f"{name}.shared.removal.{v}.{o}")
+            for o in ("saliency", "adversarial")]
+        for v in ("shared", "head_only")}
+  ours = (f"{row.ours}; KL at {PRUNED[0]:.0%} removed (least / most "
+          f"salient first): shared E {kl['shared'][0]:.3g} / "
+          f"{kl['shared'][1]:.3g}, head only {kl['head_only'][0]:.3g} / "
+          f"{kl['head_only'][1]:.3g}")
+  return row._replace(ours=ours, statistic=statistic, deviations=tuple(
+      d for d in row.deviations) + (
+          "both sides zeroed in one forward per share (the paper: "
+          "'concurrently from the input embedding and the output "
+          "embedding'); MLR saliency of the shared matrix on the probed "
+          "text",))
+
+
+def shared_edit_row(name, sh, whole, config) -> Row:
+  """Table 2 on a tied model: Algorithm 1 at b = 2 on the shared matrix's
+  row (both sides, a forward per scale), e on out-of-domain positions
+  (the paper's e_ood) against EDIT_SHARE of not editing's error: a t
+  interval over the edited tokens (as edit_row)."""
+  statistic = (f"e_ood at b = 2 editing the shared matrix (mean over "
+               f"tokens and scales); reproduced under {EDIT_SHARE:.0%} of "
+               f"not editing's error (edit_row's threshold)")
+  na = _not_tied(name, sh, statistic)
+  if na:
+    return na
+  at = f"{name}.shared.edit"
+  edit = mapping(sh.get("edit"), at)
+  unedited = num(edit, "unedited_error", at=at)
+  if unedited <= 0:
+    raise ValueError(f"`{at}.unedited_error` = {unedited}: must be > 0")
+  e = {v: mapping(edit.get(v), f"{at}.{v}") for v in ("shared", "head_only")}
+  per = e["shared"].get("e_per_token")
+  if not isinstance(per, list) or not per:
+    raise TypeError(f"`{at}.shared.e_per_token` is not a non-empty list")
+  per = [finite(x, f"{at}.shared.e_per_token[{i}]") for i, x in
+         enumerate(per)]
+  limit = EDIT_SHARE * unedited
+  mean = float(sum(per) / len(per))
+  lo, hi, verdict = _under(per, limit)
+  head = num(e["head_only"], "e", at=f"{at}.head_only")
+  occ = edit.get("occurrences", [])
+  return Row(
+      verdict, f"e_ood {mean:.2f} = {mean / unedited:.0%} of not editing "
+      f"({unedited:.2f}); the head alone on the same tokens and positions "
+      f"{head:.2f}; KL on unedited tokens {e['shared']['kl_unedited']:.2e} "
+      f"(head alone {e['head_only']['kl_unedited']:.2e}); the paper's tied "
+      f"GPT-2 e_ood {PAPER_TIED_E_OOD}", statistic,
+      f"{len(per)} tokens x {len(edit['scales'])} scales; "
+      f"{sh['positions']} out-of-domain positions (each token in "
+      f"{min(occ, default=0)}..{max(occ, default=0)} of their inputs)",
+      (bracket(lo, hi, "t interval over tokens", ".2f") if len(per) > 1
+       else "none: one token edited"),
+      why=(f"the interval straddles {limit:.2f}: more tokens edited (the "
+           f"paper: {PAPER_EDIT_TOKENS}) would decide"
+           if verdict == TOO_SMALL else ""),
+      deviations=deviations(name, whole, config) + (
+          f"threshold inferred: the paper's worst case at b = 2 "
+          f"({EDIT_SHARE:.0%} of not editing)",
+          f"scales {', '.join(f'{x:g}' for x in edit['scales'])} (the "
+          "paper: 1..20 up and down; each scale is a forward pass here)",
+          "tokens drawn among those in the positions' inputs (the paper: "
+          "from the vocabulary; a token absent from the inputs makes the "
+          "shared edit the head-only one)",
+          "detect set: the probed text's positions; e measured on "
+          "out-of-domain ones"))
+
+
 CLAIMS = (
     every_subject("Table 1", "adj. R^2 of -log p on W: 0.892 (GPT-2; "
                   "0.856-0.893 over four models)", "encoding", table1_row),
@@ -304,7 +483,15 @@ CLAIMS = (
     every_subject("Algorithm 1 / Table 2", "editing along the encoding: "
                   "e_local 0.19 at b = 2 (GPT-2; not editing 1.10)", "edit",
                   edit_row),
+    every_subject("Fig. 5", "even 2 examples in the detect set give "
+                  "precise editing (GPT-2)", "edit", fig5_row),
     every_subject("Fig. 6", "removing the least salient dimensions first "
                   "costs less than the most salient first", "prune",
                   removal_row),
+    every_subject("§4 (tied, shared matrix)", "removal works on tied "
+                  "models, 'concurrently from the input embedding and the "
+                  "output embedding'", "shared", shared_removal_row),
+    every_subject("Table 2 (tied, shared matrix)", "editing the shared "
+                  "matrix of a tied model: e_ood 0.15 at b = 2 (GPT-2)",
+                  "shared", shared_edit_row),
 )
