@@ -208,10 +208,10 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # positions of the probe model's text (two SVDs of [contexts, V]).
   c.probes.theory_tokens = at(256, 1024, 4096, full=2048)
   # The same on real LLMs' hidden states and head rows: positions, and the
-  # rows kept (every observed next token plus random ones: a C x V float64
-  # matrix at V = 49152 and C > 2D = 1152 is past 4 GB). Past 2D contexts
-  # eq. (6) bites; Prop. 2.6 applies once D^u (distinct unique next
-  # tokens) exceeds rank(H) + rank(W).
+  # rows kept (every observed next token plus random ones: the check holds
+  # 4-5 C x V float64 matrices, ~4 GB at C = 2048 and V = 49152). Past 2D
+  # contexts eq. (6) bites; Prop. 2.6 applies once D^u (distinct unique
+  # next tokens) exceeds rank(H) + rank(W).
   c.probes.theory_models = at(("smollm2",), ("smollm2",),
                               ("smollm2", "gemma3"))
   c.probes.theory_llm_tokens = at(256, 2048, 8192, full=4096)
@@ -237,6 +237,13 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # The shared matrix edited and pruned (tied models; each variant a
   # forward over these out-of-domain positions).
   c.real_llm.shared_positions = at(32, 256, 1024, full=512)
+  # Seed 003's MAUVE (App. B.3: 512 prefixes; texts sampled with a KV
+  # cache, 14 sets per model): texts per set and their new tokens. Quick:
+  # not run (its 20 min); full: 100 x 24 (128 x 32 took 3 min 21 s on
+  # SmolLM2 and 8 min 51 s on Gemma 3: benchmarks/RESULTS.md; full's 2 h);
+  # tiny: the fewest MAUVE's clustering takes.
+  c.real_llm.mauve_samples = at(20, 0, 512, full=100)
+  c.real_llm.mauve_new_tokens = at(4, 32, 64, full=24)
   c.real_llm.cumulative_positions = at(64, 256, 2048, full=512)  # App. A.
   c.real_llm.natural_positions = at(32, 256, 512)  # App. D targets.
   c.real_llm.prompt = "The capital of France is"  # Greedy sanity check.

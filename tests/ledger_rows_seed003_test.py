@@ -202,7 +202,37 @@ def _shared(ratio=2.0, noise=0.05, per=(0.2, 0.25, 0.15), tied=True):
                    "unedited_error": 1.15}}
 
 
+def _mauve(at30=0.9, control=0.97, edits=(0.95, 0.93), run=True):
+  """The MAUVE probe's numbers: saliency removal 0.1..0.5 falling through
+  `at30` at 30 %, a control, two edits."""
+  if not run:
+    return {"run": False, "why": "mauve_samples = 0 at this scale"}
+  return {"run": True, "applicable": True, "samples": 128,
+          "prompt_tokens": 4, "new_tokens": 32,
+          "control": {"mauve": control}, "ratios": [0.1, 0.2, 0.3, 0.4, 0.5],
+          "adversarial_ratios": [0.1, 0.3, 0.5],
+          "removal": {"saliency": [0.96, 0.94, at30, 0.5, 0.3],
+                      "adversarial": [0.4, 0.1, 0.05]},
+          "edits": [{"token": 5, "scale": s, "mauve": v}
+                    for s, v in zip((0.2, 5.0), edits)], "threshold": 0.8}
+
+
 REAL = [
+    case("Fig. 6 MAUVE (tied, shared matrix)", _model(mauve=_mauve()),
+         {"smollm2": R}, "0.90 - 0.03 >= 0.80"),
+    case("Fig. 6 MAUVE (tied, shared matrix)", _model(mauve=_mauve(0.6)),
+         {"smollm2": D}, "0.60 + 0.03 < 0.80"),
+    case("Fig. 6 MAUVE (tied, shared matrix)", _model(mauve=_mauve(
+        0.82, control=0.9)), {"smollm2": T}, "0.82 within 0.1 of 0.80"),
+    case("Fig. 6 MAUVE (tied, shared matrix)", _model(mauve=_mauve(
+        run=False)), {"smollm2": claim.NOT_RUN}, "quick: not run"),
+    case("Table 2 MAUVE (tied, shared matrix)", _model(mauve=_mauve()),
+         {"smollm2": R}, "0.94 - 0.03 >= 0.80"),
+    case("Table 2 MAUVE (tied, shared matrix)", _model(mauve=_mauve(
+        edits=(0.5, 0.6))), {"smollm2": D}, "0.55 + 0.03 < 0.80"),
+    case("Table 2 MAUVE (tied, shared matrix)", _model(mauve=_mauve(
+        edits=(0.8, 0.84), control=0.92)), {"smollm2": T},
+         "0.82 within 0.08 of 0.80"),
     case("§4 (tied, shared matrix)", _model(shared=_shared()),
          {"smollm2": R}, "adversarial x2 the saliency order's KL"),
     case("§4 (tied, shared matrix)", _model(shared=_shared(0.5)),
@@ -338,12 +368,34 @@ class LedgerRowsSeed003Test(absltest.TestCase):
     self.assertEqual(row.verdict, D)
     self.assertIn("realises 0.10 of the requested", row.why)
     self.assertIn("A = -E[h] gives e_local 0.31", row.why)
+    edit["curve"] = [(r, r ** 3) for r in (0.2, 0.5, 2.0, 5.0)]
+    self.assertIn("understate", seed003_rows.edit_row(
+        "probe model", edit, probe()["encoding"], CFG).why)
+    edit["curve"] = [(r, r ** -0.5) for r in (0.2, 0.5, 2.0, 5.0)]
+    self.assertIn("wrong way", seed003_rows.edit_row(
+        "probe model", edit, probe()["encoding"], CFG).why)
     edit = _edit()
     edit["curve"] = [(r, r) for r in (0.2, 0.5, 2.0, 5.0)]
     row = seed003_rows.edit_row("probe model", edit, probe()["encoding"],
                                 CFG)
     self.assertEqual(row.verdict, R)
     self.assertIn("requested log-scale 1.00", row.ours)
+
+  def test_fig5_says_whether_the_size_is_what_fails(self):
+    """A small detect set that fails where the whole set fails too is not
+    Fig. 5's failure; where the whole set passes, it is."""
+    for whole, word in ((0.95, "fails too"), (0.2, "too few")):
+      edit = _edit((whole,) * 3, detect=(0.9, 1.0, 0.95))
+      edit["table"][0]["e_ood_per_token"] = [whole] * 3
+      row = seed003_rows.fig5_row("probe model", edit, probe()["encoding"],
+                                  CFG)
+      self.assertEqual(row.verdict, D)
+      self.assertIn(word, row.why)
+      self.assertIn("the small set minus the whole", row.ours)
+    edit = _edit(detect=(0.2, 0.25, 0.15))
+    del edit["table"][0]  # No b=2 row: unreadable, not 'not run'.
+    with self.assertRaises(claim.Unread):
+      seed003_rows.fig5_row("probe model", edit, probe()["encoding"], CFG)
 
   def test_above_the_papers_range_is_said(self):
     m = {"subject": {"V": 49152, "D": 576}, "pass": {"text": "",

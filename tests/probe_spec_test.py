@@ -43,7 +43,9 @@ class ProbeSpecTest(absltest.TestCase):
     self.assertNotIn("toy_single", compare.figure_names())  # No overlay.
     self.assertEqual(compare.captions()["toy_bars"], "One bar per model.")
     self.assertEqual(compare.paper()["toy value"], "3 (a paper)")
-    self.assertAlmostEqual(compare.phase_share()["toy"], 0.01)
+    share = compare.phase_share()  # The spec's share, renormalised.
+    self.assertAlmostEqual(share["toy"] / share["forward"], 0.01 / 0.43)
+    self.assertAlmostEqual(sum(share.values()), 1.0)
     results = {"a": {"toy": {"value": 2.0}}, "b": {"toy": {"value": 5.0}}}
     row = next(r for r in compare.tables(results)["seed002"]
                if r["result"] == "toy value")

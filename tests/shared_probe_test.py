@@ -114,11 +114,32 @@ class SharedProbeTest(absltest.TestCase):
     self.assertIn("untied", out["why"])
     self.assertEqual(figs, {})
 
-  def test_bad_ratios_and_scales_name_the_argument(self):
-    with self.assertRaisesRegex(ValueError, "`ratios` must lie in"):
-      shared.shared_probe(self.subject, self.own, self.ood, ratios=(0.5, 1.5))
-    with self.assertRaisesRegex(ValueError, "`scales` must be > 0"):
-      shared.shared_probe(self.subject, self.own, self.ood, scales=(0.0,))
+  def test_bad_inputs_name_the_argument(self):
+    for kw, msg in ((dict(ratios=(0.5, 1.5)), "`ratios` must lie in"),
+                    (dict(scales=(0.0,)), "`scales` must be finite"),
+                    (dict(scales=(np.inf,)), "`scales` must be finite"),
+                    (dict(positions=-5), "`positions` must be an integer"),
+                    (dict(positions=0), "`positions` must be an integer"),
+                    (dict(tokens=0), "`tokens` must be an integer")):
+      with self.assertRaisesRegex(ValueError, msg):
+        shared.shared_probe(self.subject, self.own, self.ood, **kw)
+
+  def test_special_tokens_are_never_edited(self):
+    class Tok:  # pylint: disable=too-few-public-methods
+      bos_id, eos_id = 3, 7
+    sub = subjects.Subject(self.subject.params, self.subject.cfg, Tok(), "t")
+    self.assertEqual(shared.editable(np.array([3, 5, 7, 5, 9]), sub).tolist(),
+                     [5, 9])
+
+  def test_variants_share_the_placed_weights(self):
+    e = np.asarray(self.subject.cfg.input_embeddings(self.subject.params))
+    sub = forward.with_embeddings(self.subject, e * 0.5)
+    placed = self.subject._placed[1]["params"]  # pylint: disable=protected-access
+    got = sub._placed[1]["params"]  # pylint: disable=protected-access
+    for key in placed:
+      if key != "embed":
+        self.assertIs(got[key], placed[key])
+    np.testing.assert_allclose(np.asarray(sub._placed[2]), e * 0.5)  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":

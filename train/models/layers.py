@@ -42,13 +42,16 @@ def inverse_frequencies(rotary_dim: int, theta: float, divisors=()):
   return inv / jnp.asarray(divisors, jnp.float32) if divisors else inv
 
 
-def rope(x_bthd, theta: float, divisors=(), rotary_dim: int | None = None):
+def rope(x_bthd, theta: float, divisors=(), rotary_dim: int | None = None,
+         offset=0):
   """Rotary embedding on the first `rotary_dim` dims (all by default):
-  (x_i, x_{i+r/2}) rotate by pos * theta^(-2i/r) / divisor_i."""
+  (x_i, x_{i+r/2}) rotate by pos * theta^(-2i/r) / divisor_i, pos = offset
+  + i (a traced offset: one cached decoding step at its position)."""
   t, h = x_bthd.shape[1], x_bthd.shape[-1]
   r = h if rotary_dim is None else rotary_dim
   inv = inverse_frequencies(r, theta, divisors)
-  ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]  # [T, r/2]
+  pos = jnp.arange(t, dtype=jnp.float32) + jnp.asarray(offset, jnp.float32)
+  ang = pos[:, None] * inv[None, :]  # [T, r/2]
   cos = jnp.cos(ang)[None, :, None, :]
   sin = jnp.sin(ang)[None, :, None, :]
   x = x_bthd.astype(jnp.float32)
@@ -124,6 +127,26 @@ def attention(q_bthd, k_btkd, v_btkd, *, scale: float,
     out.append(jnp.einsum("bkgts,bskd->btkgd", probs, v_btkd[:, lo:end]))
   y = out[0] if len(out) == 1 else jnp.concatenate(out, axis=1)
   return y.reshape(b, t, h * v_btkd.shape[-1])
+
+
+def attend_cached(q_b1hd, k_blkd, v_blkd, pos, *, scale: float,
+                  window: int | None = None, softcap: float | None = None):
+  """`attention` for one query at position `pos` against a cache of L keys
+  (slots past `pos` are masked, as are those outside the window): q [B, 1,
+  H, hd], k / v [B, L, K, hd] -> [B, 1, H * hd]."""
+  b, _, h, d = q_b1hd.shape
+  kv, length = k_blkd.shape[2], k_blkd.shape[1]
+  q = q_b1hd.reshape(b, 1, kv, h // kv, d)
+  scores = jnp.einsum("btkgd,bskd->bkgts", q, k_blkd).astype(
+      jnp.float32) * scale
+  if softcap:
+    scores = softcap * jnp.tanh(scores / softcap)
+  j = jnp.arange(length)
+  allowed = (j <= pos) & ((pos - j < window) if window else True)
+  scores = jnp.where(allowed[None, None, None, None], scores, -jnp.inf)
+  probs = jax.nn.softmax(scores, axis=-1).astype(v_blkd.dtype)
+  y = jnp.einsum("bkgts,bskd->btkgd", probs, v_blkd)
+  return y.reshape(b, 1, h * v_blkd.shape[-1])
 
 
 ACTIVATIONS = {

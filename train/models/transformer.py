@@ -235,7 +235,9 @@ class Attention(nn.Module):
   local: bool
 
   @nn.compact
-  def __call__(self, x_btd):
+  def __call__(self, x_btd, cache=None, pos=None):
+    """[B, T, D] -> [B, T, D]; with `cache` (k, v [B, L, K, hd]) one token
+    (T = 1) at position `pos`: -> (y, the cache with its k, v written)."""
     c = self.cfg
     b, t, _ = x_btd.shape
     dense = lambda n, name, bias: nn.Dense(
@@ -253,12 +255,22 @@ class Attention(nn.Module):
     theta = (c.rope_local_theta or c.rope_theta) if self.local else \
         c.rope_theta
     divisors = () if self.local else c.rope_divisors
-    q = layers.rope(q, theta, divisors, c.rotary_dim)
-    k = layers.rope(k, theta, divisors, c.rotary_dim)
-    y = layers.attention(q, k, v, scale=c.query_scale or c.head_dim ** -0.5,
-                         window=c.sliding_window if self.local else None,
-                         softcap=c.attn_softcap or None)
-    return dense(c.n_embd, "o", c.o_bias)(y)
+    offset = 0 if cache is None else pos
+    q = layers.rope(q, theta, divisors, c.rotary_dim, offset)
+    k = layers.rope(k, theta, divisors, c.rotary_dim, offset)
+    scale = c.query_scale or c.head_dim ** -0.5
+    window = c.sliding_window if self.local else None
+    if cache is None:
+      y = layers.attention(q, k, v, scale=scale, window=window,
+                           softcap=c.attn_softcap or None)
+      return dense(c.n_embd, "o", c.o_bias)(y)
+    k_all = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(
+        cache[0].dtype), pos, axis=1)
+    v_all = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(
+        cache[1].dtype), pos, axis=1)
+    y = layers.attend_cached(q, k_all, v_all, pos, scale=scale,
+                             window=window, softcap=c.attn_softcap or None)
+    return dense(c.n_embd, "o", c.o_bias)(y), (k_all, v_all)
 
 
 class Block(nn.Module):
@@ -266,7 +278,9 @@ class Block(nn.Module):
   local: bool
 
   @nn.compact
-  def __call__(self, x):
+  def __call__(self, x, cache=None, pos=None):
+    """x -> x; with a KV `cache`, one cached step (Attention's) -> (x,
+    cache)."""
     c = self.cfg
     act, gated = MLPS[c.mlp]
     dense = lambda n, name: nn.Dense(
@@ -281,13 +295,18 @@ class Block(nn.Module):
       out = dense(c.n_embd, "down")(up)
       return _norm(c, "post_mlp_norm")(out) if c.post_mlp_norm else out
 
-    a = Attention(c, self.local, name="attn")(_norm(c, "attn_norm")(x))
+    a = Attention(c, self.local, name="attn")(_norm(c, "attn_norm")(x),
+                                              cache, pos)
+    if cache is not None:
+      a, cache = a
     if c.post_attn_norm:
       a = _norm(c, "post_attn_norm")(a)
     if c.parallel_residual:
-      return x + a + mlp(_norm(c, "mlp_norm")(x))
-    x = x + a
-    return x + mlp(_norm(c, "mlp_norm")(x))
+      x = x + a + mlp(_norm(c, "mlp_norm")(x))
+    else:
+      x = x + a
+      x = x + mlp(_norm(c, "mlp_norm")(x))
+    return x if cache is None else (x, cache)
 
 
 class Transformer(nn.Module):
@@ -322,6 +341,27 @@ class Transformer(nn.Module):
     for layer in self.layers:
       x = layer(x)
     return self.norm(x).astype(jnp.float32)
+
+  def init_cache(self, batch: int, length: int):
+    """Zero keys and values, one (k, v) [B, L, K, hd] per layer."""
+    c = self.cfg
+    shape = (batch, length, c.n_kv_head, c.head_dim)
+    return [(jnp.zeros(shape, c.compute_dtype),) * 2
+            for _ in range(c.n_layer)]
+
+  def hidden_step(self, tok_b, pos, cache):
+    """One cached decoding step: tokens [B] at position `pos` (the same for
+    every row) -> (H [B, D] float32, the cache with their keys and
+    values); equal to `hidden`'s row at pos of the whole prefix."""
+    c = self.cfg
+    x = self.embed(tok_b[:, None]).astype(c.compute_dtype)
+    if c.embed_scale != 1.0:
+      x = x * jnp.asarray(c.embed_scale, c.compute_dtype)
+    out = []
+    for layer, kv in zip(self.layers, cache):
+      x, kv = layer(x, kv, pos)
+      out.append(kv)
+    return self.norm(x).astype(jnp.float32)[:, 0], out
 
   def head(self, h):
     """Logits [..., V] (float32) from hidden states."""

@@ -31,9 +31,11 @@ def phase_share() -> dict[str, float]:
   """Each phase's share of one model's probe time (measured on the quick
   report, mostly Gemma 3's), in order: `fraction` callbacks report
   progress by it. The probes' shares are their specs'."""
-  return {"load": 0.02, "forward": 0.43,
-          **{p.name: p.share for p in registry.compared()},
-          "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
+  share = {"load": 0.02, "forward": 0.43,
+           **{p.name: p.share for p in registry.compared()},
+           "figure1 + appendix D LP": 0.19, "figure1 LP, Gaussian": 0.07}
+  total = sum(share.values())  # Shares summing to 1, whatever is added.
+  return {k: v / total for k, v in share.items()}
 
 
 # Probe time relative to SmolLM2-135M's (the same report); other specs

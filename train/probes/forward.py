@@ -100,6 +100,21 @@ def _placed(subject: Subject, mesh):
   return subject._placed[1:]  # pylint: disable=protected-access
 
 
+def with_embeddings(subject: Subject, e_vxd, mesh=None) -> Subject:
+  """The subject with its input embedding (a tied head's shared matrix)
+  replaced by e_vxd, its other weights the subject's placed copies (no new
+  copy of the model per variant)."""
+  mesh = mesh or sharding.batch_mesh()
+  params, _, b = _placed(subject, mesh)
+  e = jax.device_put(jnp.asarray(e_vxd), sharding.replicated(mesh))
+  sub = dataclasses.replace(subject, params=subject.cfg.replace_embeddings(
+      subject.params, e_vxd), derived={})
+  sub._placed = (tuple(mesh.devices.flat),  # pylint: disable=protected-access
+                 subject.cfg.replace_embeddings(params, e),
+                 jnp.asarray(e, jnp.float32), b)
+  return sub
+
+
 def device_head(subject: Subject, mesh=None):
   """The head W [V, D] and bias (or None) as float32 device arrays, the
   copies `run` reads (placed once per subject and mesh)."""

@@ -12,6 +12,9 @@ def _colors(series: dict):
   return zip(series.items(), (f"C{i}" for i in range(10)))
 
 
+colors = _colors  # For probes drawing their own figures.
+
+
 def destroyed_histogram(series):
   """Seed 002 eq. (10) per token: share of |g| in ker(W^T), against the
   sqrt(1 - D/V) a random gradient direction would lose."""

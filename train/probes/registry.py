@@ -5,8 +5,8 @@ probe, one line here).
 
 from __future__ import annotations
 
-from train.probes import (batches, encoding, forward, frequency, gradient,
-                          head, pruning, shared, spec, subjects)
+from train.probes import (batches, encoding, forward, frequency, generation,
+                          gradient, head, pruning, shared, spec, subjects)
 
 SPECS = {p.name: p for p in (
     head.SANITY,
@@ -19,6 +19,7 @@ SPECS = {p.name: p for p in (
     frequency.FREQUENCY,
     batches.BATCHES,
     shared.SHARED,
+    generation.MAUVE,
 )}
 PROBES = tuple(SPECS)
 DEFAULT_WINDOW = 1024  # Tokens per window of a real LLM (<= its context).

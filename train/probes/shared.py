@@ -19,15 +19,23 @@ own prefix):
 - editing: Algorithm 1 at b = 2 on a token's row of E, e = |ln r - ln r_hat|
   on these positions (the paper's e_ood) and the KL on the unedited tokens,
   shared and head-only. The tokens are drawn among those in the positions'
-  inputs: a token absent from the inputs leaves the hidden states as they
-  are, and its shared edit is the head-only edit exactly.
-One working copy of E is updated in place (buffer donation) between
-variants, so the probe holds E twice, not once per variant.
+  inputs, special tokens excluded (`editable`): a token absent from the
+  inputs leaves the hidden states as they are, and its shared edit is the
+  head-only edit exactly. Tokens of the text are more frequent than random
+  ones, so alpha_w is larger and eq. (2)'s approximation (exact for small
+  alpha_w) looser: e of both variants is biased upward against the
+  paper's draw from the whole vocabulary;
+- the shared variant's mean next-token loss on the positions (`nll`),
+  beside the unchanged model's: how much the pruned model still predicts.
+Each variant's forward shares the subject's placed weights
+(`forward.with_embeddings`) and one working copy of E, updated in place
+(buffer donation): the probe holds E twice, not once per variant. The
+shared KLs are against the unchanged model run the same way (the same cut
+windows), the head-only ones against the Pass they change.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
@@ -55,16 +63,41 @@ def not_applicable(subject) -> str:
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _masked(work_vxd, e_vxd, keep_d):
+def masked(work_vxd, e_vxd, keep_d):
   """E with columns zeroed where keep_d is 0, written over `work_vxd`."""
   del work_vxd
   return e_vxd * keep_d[None, :].astype(e_vxd.dtype)
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _row_set(work_vxd, row_d, token):
+def row_set(work_vxd, row_d, token):
   """`work_vxd` with row `token` set to row_d (in place)."""
   return work_vxd.at[token].set(row_d.astype(work_vxd.dtype))
+
+
+def _check_inputs(positions, tokens, ratios, scales) -> None:
+  """One error naming the argument for each bad input."""
+  if not (isinstance(positions, (int, np.integer)) and positions >= 2):
+    raise ValueError(f"`positions` must be an integer >= 2; got "
+                     f"{positions!r}.")
+  if not (isinstance(tokens, (int, np.integer)) and tokens >= 1):
+    raise ValueError(f"`tokens` must be an integer >= 1; got {tokens!r}.")
+  if any(not 0.0 < r <= 1.0 for r in ratios):
+    raise ValueError(f"`ratios` must lie in (0, 1]; got {list(ratios)}.")
+  if any(not (np.isfinite(v) and v > 0) for v in scales):
+    raise ValueError(f"`scales` must be finite and > 0; got "
+                     f"{list(scales)}.")
+
+
+def editable(tokens, subject) -> np.ndarray:
+  """The distinct tokens of `tokens` an edit may pick: all but the
+  tokenizer's special ones (BOS / EOS / padding: inputs every window
+  holds and no text predicts)."""
+  tok = subject.tokenizer
+  special = {getattr(tok, a, None) for a in ("bos_id", "eos_id", "pad_id")
+             } if tok is not None else set()
+  present = np.unique(tokens)
+  return present[~np.isin(present, [t for t in special if t is not None])]
 
 
 def _block_means(h_nxd, w_vxd, softcap: float, parts) -> np.ndarray:
@@ -92,10 +125,7 @@ def shared_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 256,
   why = not_applicable(subject)
   if why:
     return {"applicable": False, "why": why}, {}
-  if any(not 0.0 < r <= 1.0 for r in ratios):
-    raise ValueError(f"`ratios` must lie in (0, 1]; got {list(ratios)}.")
-  if any(not s > 0 for s in scales):
-    raise ValueError(f"`scales` must be > 0; got {list(scales)}.")
+  _check_inputs(positions, tokens, ratios, scales)
   x, y = _windows(ood_pass, positions)
   n = min(positions, x.size)
   softcap = float(subject.cfg.logit_softcap)
@@ -104,24 +134,28 @@ def shared_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 256,
   d = e0.shape[1]
   w = np.asarray(e0, np.float32)  # The head as the base Pass used it.
   base_h = ood_pass.h[:n]
-  base = _block_means(base_h, w, softcap, parts)
+  head_base = _block_means(base_h, w, softcap, parts)
   sizes = np.array([len(p) for p in parts], np.float64)
   fit = encoding.mlr(-np.log(pass_.alpha), w, moments(subject, "W"))
   order = encoding.removal_order(fit["slopes"])  # Least salient first.
   work = jnp.array(e0)  # The one working copy of E.
+  nll = []  # The shared variant's mean next-token loss, per forward.
 
   def forward_means(e_vxd):
     """Block means of the model with E replaced (both sides)."""
-    sub = dataclasses.replace(
-        subject, params=subject.cfg.replace_embeddings(subject.params,
-                                                       e_vxd), derived={})
-    h = forward.run(sub, x, y, gradient_sums=False).h[:n]
-    return _block_means(h, np.asarray(e_vxd, np.float32), softcap, parts)
+    out = forward.run(forward.with_embeddings(subject, e_vxd), x, y,
+                      gradient_sums=False)
+    nll.append(float(out.nll[:n].mean()))
+    return _block_means(out.h[:n], np.asarray(e_vxd, np.float32), softcap,
+                        parts)
 
-  def kls(means):
+  base = forward_means(e0)  # The same cut windows as every variant.
+  base_nll = nll.pop()
+
+  def kls(means, against=base):
     whole = (sizes @ means) / sizes.sum()
-    return (encoding.kl((sizes @ base) / sizes.sum(), whole),
-            [encoding.kl(b, m) for b, m in zip(base, means)])
+    return (encoding.kl((sizes @ against) / sizes.sum(), whole),
+            [encoding.kl(b, m) for b, m in zip(against, means)])
 
   removal = {v: {o: [] for o in ("saliency", "adversarial")}
              for v in ("shared", "head_only")}
@@ -132,18 +166,21 @@ def shared_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 256,
                         ("adversarial", order[::-1][:k])):
       keep = np.ones(d, np.float32)
       keep[cols] = 0.0
-      work = _masked(work, e0, jnp.asarray(keep))
+      work = masked(work, e0, jnp.asarray(keep))
       kl_all, kl_blocks = kls(forward_means(work))
       removal["shared"][label].append(kl_all)
       per_block[label].append(kl_blocks)
       # Zeroing W's columns is zeroing h's (no copy of W).
       kl_head, _ = kls(_block_means(base_h * keep[None, :], w, softcap,
-                                    parts))
+                                    parts), head_base)
       removal["head_only"][label].append(kl_head)
-  work = _masked(work, e0, jnp.ones(d, jnp.float32))  # E again.
+  work = masked(work, e0, jnp.ones(d, jnp.float32))  # E again.
+  removal["shared"]["nll"] = {o: nll[i::2] for i, o in
+                              enumerate(("saliency", "adversarial"))}
+  removal["shared"]["nll_unchanged"] = base_nll
 
   inputs = x.reshape(-1)[:n]  # The positions' own input tokens.
-  present = np.unique(inputs)
+  present = editable(inputs, subject)
   chosen = np.random.default_rng(seed).choice(
       present, size=min(tokens, present.size), replace=False)
   deltas = encoding.edit_delta(np.array(scales), fit["slopes"],
@@ -157,9 +194,9 @@ def shared_probe(subject, pass_: Pass, ood_pass: Pass, positions: int = 256,
     row = e0[token]
     shared_after = []
     for delta in deltas:
-      work = _row_set(work, row + jnp.asarray(delta, row.dtype), token)
+      work = row_set(work, row + jnp.asarray(delta, row.dtype), token)
       shared_after.append((sizes @ forward_means(work)) / sizes.sum())
-    work = _row_set(work, row, token)
+    work = row_set(work, row, token)
     for label, after in (("shared", np.stack(shared_after)),
                          ("head_only", cache.edited_alpha(token, deltas))):
       alpha = alphas[label]
@@ -197,7 +234,9 @@ def _cell(n, variant: str, key: str) -> str:
   if not s["applicable"]:
     return "-"
   if key == "kl30":
-    i = s["ratios"].index(0.3) if 0.3 in s["ratios"] else -1
+    if 0.3 not in s["ratios"]:
+      return "-"
+    i = s["ratios"].index(0.3)
     r = s["removal"][variant]
     return f"{fmt(r['saliency'][i])} / {fmt(r['adversarial'][i])}"
   return fmt(s["edit"][variant]["e"], 2)

@@ -37,6 +37,10 @@ class Settings:
   # Out-of-domain positions of the shared-matrix probe (each of its 10
   # removals and 4 scales x edit_tokens edits is a forward over them).
   shared_positions: int = 256
+  # Seed 003's MAUVE: texts sampled per variant (0: not run) and their new
+  # tokens (train/probes/generation.py).
+  mauve_samples: int = 128
+  mauve_new_tokens: int = 32
   cumulative_positions: int = 1024  # Positions sorted for App. A.
   profile_columns: int = 0  # Fig. 3's profiled PCs and dims (0: all).
   lp_m: str = "30..100:10"  # Figure 1 m values on each head.

@@ -68,6 +68,11 @@ def _reading(name: str, r: dict, s) -> str:
     out.append(seed003.said(seed003_rows.shared_edit_row,
                             "seed 003 Table 2 on the shared matrix",
                             r["shared"], r, {}, name))
+  if "mauve" in r:
+    for fn, cite in ((seed003_rows.mauve_removal_row, "seed 003 Fig. 6 "
+                      "(MAUVE)"), (seed003_rows.mauve_edit_row,
+                                   "seed 003 Table 2 (MAUVE)")):
+      out.append(seed003.said(fn, cite, r["mauve"], r, {}, name))
   if "figure1" in r:
     f1 = r["figure1"]
     gap = max(((a["m"], a["fraction"] - b["fraction"]) for a, b in

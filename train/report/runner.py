@@ -61,14 +61,14 @@ SECTIONS = {  # In report order; adding a section is one line here.
     "trained": Spec(seed001_lp_trained.trained_vs_random, 38, 220),
     "training": Spec(seed004.training, 144, 1480),
     "gradient": Spec(seed002.gradient_bottleneck, 92, blocks=("probes",)),
-    "gradient_theory": Spec(seed002_theory.section, 15, 40,
+    "gradient_theory": Spec(seed002_theory.section, 26, 200,
                            blocks=("probes",)),
     "lowrank": Spec(lowrank.section, 95, 900),
     "spamlang": Spec(spamlang.section, 123, 2100),
     "encoding": Spec(seed003.encoding_section, 23,
                     blocks=("probes", "lowrank")),
     "appendices": Spec(seed001_trained.appendices, 11, blocks=("probes",)),
-    "real_llm": Spec(real_llm.real_llm, 272, 570),
+    "real_llm": Spec(real_llm.real_llm, 290, 1150),
 }
 
 # Estimated seconds per section at each scale (ETA priors).

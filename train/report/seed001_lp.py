@@ -118,8 +118,12 @@ def figure1(config, outdir: str) -> Section:
   cfg = {"figure1": {"N": c.N, "d": c.d}, "threshold": config.threshold}
   rows = (rows_of(lp_claims.read_figure1, numbers, cfg)
           + rows_of(lp_claims.read_figure1_wide, numbers, cfg))
+  table1_rows = rows_of(lp_claims.read_figure1_table1, numbers, cfg)
   body = "\n\n".join([
       opening(rows, "m* near the paper's transitions", "seed 001 Fig. 1"),
+      *([opening(table1_rows, "the T5-Large / GPT2-XL panels: no m stated; "
+                 "m ~ d/5 (Fig. 3)", "seed 001 Fig. 1")]
+        if table1_rows else []),
       f"Random {c.N}x{c.d} Gaussian OPM, {c.trials} random subsets per m "
       "(nested along m: trial k's are prefixes of one permutation, so the "
       "points are correlated; most verdicts carry from a few LPs). "

@@ -147,22 +147,31 @@ def read_figure1_table1(s, cfg):
     why = {TOO_SMALL: f"the bracket overlaps the band's edge: certifying a "
                       f"fraction >= {level} takes >= {st.certify_n(level)} "
                       f"subsets per m with none failing; {st.n_text(recs)} "
-                      "here",
+                      "here (below that this row can disagree but never be "
+                      "reproduced)",
            DISAGREES: f"m* clear of d/5 +- 25 % ({lo:.0f} .. {hi:.0f})"
            }.get(verdict, "")
-    above = "above" if b.point > bound else "not above"
+    first = min(r["m"] for r in recs)
+    point = (f"every sampled subset selectable to m = {b.point}, "
+             + ("above" if b.point > bound else "not above")
+             + f" Table 1's closed-form m* = {bound}" if b.point else
+             f"subsets fail already at the scan's first m = {first} (m < "
+             f"{first} not tested; Table 1's closed-form m* = {bound})")
     out.append(Row(
         verdict, f"m* in {st.bracket_text(b)}, m*/d in "
-        f"{st.bracket_text(b, d, '.3f')}; every sampled subset selectable "
-        f"to m = {b.point}, {above} Table 1's closed-form m* = {bound}; "
-        f"{st.fractions_near(recs, b.point)}",
+        f"{st.bracket_text(b, d, '.3f')}; {point}; "
+        f"{st.fractions_near(recs, b.point or first)}",
         f"m*_{level} of a random {k} head (the LP), bracketed by 95 % "
         f"Clopper-Pearson ends per m, against d/5 +- 25 % = {lo:.0f} .. "
         f"{hi:.0f} (Fig. 3's m ~ d/5)", f"{st.n_text(recs)} subsets per m",
         "95 % Clopper-Pearson per m; m* in [last m certified >= level, "
         "first m certified below - 1]", why,
         ("claim inferred: Fig. 1 draws this panel and states no m; Fig. "
-         "3's m ~ d/5 (d << N) is the paper's number for random heads",
+         "3's m ~ d/5 (d << N) is the paper's number for random heads (its "
+         "own GPT-2 panel, N / d = 65, sits at 95 / 768 = 0.124, under "
+         "that band)",
+         f"the m scanned ends at {max(r['m'] for r in recs)}: a transition "
+         "past it reads as 'too small', never as above the band",
          f"threshold inferred: 'm ~ d/5' read as m*/d in {D_OVER_5[0]} .. "
          f"{D_OVER_5[1]}", "a random matrix of the model's shape, not its "
          "trained head (no weights can be downloaded here)"),

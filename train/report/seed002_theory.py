@@ -80,6 +80,8 @@ def section(config, outdir: str) -> Section:
                                  singular_values_head=s[:8],
                                  singular_values_at_cap=s[
                                      out["rank_delta_cap"]:][:4])}
+  real = [_real_head(config, name, numbers) for name in
+          config.probes.theory_models]
   body = "\n\n".join(
       [_opening(numbers),
        "On the probe model's contexts (each a token prefix of one of the "
@@ -96,9 +98,7 @@ def section(config, outdir: str) -> Section:
               "step through the head can reach. Right: |C^uu| and D^u "
               "against the positions read (App. C's question: how fast the "
               "unique continuations cover V).")])
-  body += "\n\n" + "\n\n".join(
-      _real_head(config, name, numbers) for name in
-      config.probes.theory_models)
+  body = "\n\n".join([body, *real])
   return Section("Seed 002 §2.3: eq. (6), Props. 2.5 and 2.6 checked "
                  "exactly", body, numbers)
 
@@ -108,9 +108,14 @@ def sub_head(y, vocab: int, size: int, seed: int):
   rest drawn at random), sorted, and y as indices into them; ValueError
   when y holds more distinct tokens than `size`."""
   seen = np.unique(y)
-  if seen.size > size or size > vocab:
-    raise ValueError(f"`probes.theory_vocab` = {size}: must lie in "
-                     f"[{seen.size} (the distinct next tokens), {vocab}]")
+  if seen.size and (seen[0] < 0 or seen[-1] >= vocab):
+    raise ValueError(f"next tokens must lie in [0, {vocab}); got "
+                     f"{seen[0]} .. {seen[-1]}")
+  if not isinstance(size, (int, np.integer)) or not (
+      seen.size <= size <= vocab):
+    raise ValueError(f"`probes.theory_vocab` = {size!r}: must be an integer "
+                     f"from {seen.size} (the distinct next tokens) to the "
+                     f"head's {vocab} rows")
   rest = np.setdiff1d(np.arange(vocab), seen)
   extra = np.random.default_rng(seed).choice(rest, size - seen.size,
                                              replace=False)
@@ -249,7 +254,10 @@ def prop26_row(r: dict, name: str) -> Row:
                    f"D^u = {d_u:.0f} does not exceed the update's rank cap "
                    f"{cap:.0f}: the tail sum is empty (the paper's premise "
                    "D^u > D is too weak for '> 0': it needs D^u > 2D); more "
-                   "positions (probes.theory_tokens) raise D^u"),
+                   "positions (probes." + ("theory_tokens" if name ==
+                                           "probe model" else
+                                           "theory_llm_tokens")
+                   + ") raise D^u"),
                deviations=_deviations(r, name), can_disagree=False)
   ours = (f"||c Delta - (P - N~)||_F = {scaled:.4g} at the best c >= the "
           f"tail bound {tail:.4g} > 0 (Delta itself, of size omega ~ 1/C: "
