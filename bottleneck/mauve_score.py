@@ -22,6 +22,11 @@ MIN_PER_BUCKET = 10  # Rows per bucket below which k-means is meaningless.
 
 def _features(name: str, f) -> np.ndarray:
   f = np.asarray(checks.finite_array(name, f, ndim=2), np.float32)
+  unit = f / np.maximum(np.linalg.norm(f, axis=1, keepdims=True), 1e-30)
+  if np.all(np.ptp(unit, axis=0) == 0):  # The package L2-normalises rows.
+    raise ValueError(f"`{name}`: every row has the same direction (one "
+                     "text for every prompt?): MAUVE's clustering is "
+                     "undefined.")
   need = MIN_BUCKETS * MIN_PER_BUCKET
   if f.shape[0] < need:
     raise ValueError(f"`{name}` has {f.shape[0]} rows: MAUVE's clustering "

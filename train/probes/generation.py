@@ -17,7 +17,12 @@ compares the two sets. Here:
   last token (no feature model such as GPT-2 large can be downloaded);
 - variants: E's columns zeroed on both sides, least salient first at
   RATIOS and most salient first at ADVERSARIAL (Fig. 6), and Algorithm 1
-  at b = 2 on a token's row of E at EDIT_SCALES (Table 2).
+  at b = 2 on a token's row of E at EDIT_SCALES (Table 2), the tokens
+  drawn among those the unchanged model sampled (the paper: from the
+  vocabulary, whose random tokens a model rarely samples: their edits
+  would leave the texts as they were): the `tokens` it samples most often
+  in the control's texts; each edit's `changed` is the share of texts that
+  differ from the control's.
 The control's MAUVE is the sampling noise: how far two samples of the
 same model fall from 1 at this many texts.
 """
@@ -38,7 +43,7 @@ from train.probes.forward import Pass
 from train.probes.spec import Figure, Probe, Row, fmt
 
 PROMPT_TOKENS = 4  # App. B.3's "first two words", as tokens.
-RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5)  # Least salient first (Fig. 6 solid).
+RATIOS = (0.1, 0.15, 0.2, 0.3, 0.4, 0.5)  # Least salient first (solid).
 ADVERSARIAL = (0.1, 0.3, 0.5)  # Most salient first (Fig. 6 dashed).
 EDIT_SCALES = (0.2, 5.0)  # Algorithm 1's scales r per edited token.
 THRESHOLD = 0.80  # §4: "Regarding MAUVE > 0.80 as a threshold".
@@ -69,6 +74,23 @@ def _last_hidden(params, model, x_bt):
   return model.apply(params, x_bt, method=type(model).hidden)[:, -1]
 
 
+def _check_inputs(samples, new_tokens, tokens, block_size: int) -> None:
+  """One error naming the setting for each bad input."""
+  need = mauve_score.MIN_BUCKETS * mauve_score.MIN_PER_BUCKET
+  if not (isinstance(samples, (int, np.integer)) and samples >= need):
+    raise ValueError(f"`mauve_samples` must be 0 (not run) or an integer "
+                     f">= {need} (MAUVE's clustering); got {samples!r}.")
+  if not (isinstance(new_tokens, (int, np.integer)) and
+          1 <= new_tokens <= block_size - PROMPT_TOKENS):
+    raise ValueError(f"`mauve_new_tokens` must be an integer in [1, "
+                     f"{block_size - PROMPT_TOKENS}] (the model's block "
+                     f"{block_size} minus the prompt's {PROMPT_TOKENS}); got "
+                     f"{new_tokens!r}.")
+  if not (isinstance(tokens, (int, np.integer)) and tokens >= 1):
+    raise ValueError(f"`tokens` (edited) must be an integer >= 1; got "
+                     f"{tokens!r}.")
+
+
 def features(subject, texts_nxt, batch: int = 32) -> np.ndarray:
   """The unchanged model's final hidden state at each text's last token."""
   return np.concatenate([np.asarray(_last_hidden(
@@ -87,8 +109,7 @@ def mauve_probe(subject, pass_: Pass, samples: int = 128,
       f"family {subject.cfg.family!r} has no cached decoding step")
   if why:
     return {"run": True, "applicable": False, "why": why}, {}
-  if new_tokens < 1:
-    raise ValueError(f"`mauve_new_tokens` must be >= 1; got {new_tokens}.")
+  _check_inputs(samples, new_tokens, tokens, subject.cfg.block_size)
   bos = getattr(subject.tokenizer, "bos_id", None)
   x = jnp.asarray(prompts(pass_, samples, bos=bos))
   keys = jax.random.split(jax.random.key(seed), 2)
@@ -102,12 +123,18 @@ def mauve_probe(subject, pass_: Pass, samples: int = 128,
     return np.asarray(generate.sample_cached(params, subject.model, x, key,
                                              new_tokens, 1.0))
 
-  ref = features(subject, texts(None, keys[0]))
+  ref_texts = texts(None, keys[0])
+  ref = features(subject, ref_texts)
+  control_texts = texts(None, keys[1])
 
   def score(e_vxd) -> dict:
-    out = mauve_score.mauve(ref, features(subject, texts(e_vxd, keys[1])),
-                            seed=seed)
-    return {k: out[k] for k in ("mauve", "frontier_integral", "buckets")}
+    """MAUVE of the variant's texts against the reference set, and the
+    share of its texts that differ from the control's (the same random
+    numbers: a text differs only where the change reached a sample)."""
+    got = control_texts if e_vxd is None else texts(e_vxd, keys[1])
+    out = mauve_score.mauve(ref, features(subject, got), seed=seed)
+    return {**{k: out[k] for k in ("mauve", "frontier_integral", "buckets")},
+            "changed": float(np.mean(np.any(got != control_texts, axis=1)))}
 
   control = score(None)
   w = np.asarray(e0, np.float32)
@@ -123,9 +150,15 @@ def mauve_probe(subject, pass_: Pass, samples: int = 128,
       work = shared.masked(work, e0, jnp.asarray(keep))
       removal[label].append(score(work)["mauve"])
   work = shared.masked(work, e0, jnp.ones(d, jnp.float32))
-  present = shared.editable(pass_.x, subject)
-  chosen = np.random.default_rng(seed).choice(
-      present, size=min(tokens, present.size), replace=False)
+  # The tokens the unchanged model samples most often in the control's
+  # texts (special ones excluded): an edit of a token it never samples
+  # leaves every text as it was.
+  sampled = control_texts[:, x.shape[1]:].reshape(-1)
+  ids, counts = np.unique(sampled, return_counts=True)
+  keep = np.isin(ids, shared.editable(ids, subject))
+  ids, counts = ids[keep], counts[keep]
+  top = np.argsort(-counts, kind="stable")[:tokens]
+  chosen, occurrences = ids[top], counts[top]
   deltas = encoding.edit_delta(np.array(EDIT_SCALES), fit["slopes"],
                                fit["p_values"], 2.0)
   edits = []
@@ -134,8 +167,10 @@ def mauve_probe(subject, pass_: Pass, samples: int = 128,
     for r, delta in zip(EDIT_SCALES, deltas):
       work = shared.row_set(work, row + jnp.asarray(delta, row.dtype),
                             int(token))
-      edits.append({"token": int(token), "scale": r,
-                    "mauve": score(work)["mauve"]})
+      got = score(work)
+      edits.append({"token": int(token), "scale": r, "mauve": got["mauve"],
+                    "changed": got["changed"], "sampled": int(occurrences[
+                        list(chosen).index(token)])})
     work = shared.row_set(work, row, int(token))
   del work
   out = {"run": True, "applicable": True, "samples": int(samples),
