@@ -164,6 +164,9 @@ settings = compare.Settings(
     cumulative_positions=128 if SMALL else 1024,
     profile_columns=64 if SMALL else 0,  # Fig. 3's PCs / dims (0 = all).
     natural_positions=32 if SMALL else 256, natural_m="30",
+    shared_positions=32 if SMALL else 256,  # The shared matrix's probe.
+    mauve_samples=20 if SMALL else 128,  # Texts per MAUVE set.
+    mauve_new_tokens=4 if SMALL else 32,
     lp_m=LP_M, lp_trials=LP_TRIALS, lp_batch=4 if SMALL else 32)
 results = compare.run(MODELS, settings, print)
 tables = compare.tables(results)
@@ -216,6 +219,21 @@ display(figures["encoding_spearman"])
 
 # %%
 display(figures["prune"])
+
+# %% [markdown]
+# Both heads are tied: the paper removes dimensions "concurrently from the
+# input embedding and the output embedding". Each variant below is a new
+# forward pass with the shared matrix changed on both sides, beside the
+# head-only change on the same positions; then MAUVE of sampled texts
+# (seed 003's 0.80 threshold; at 0, a second sample of the unchanged
+# model). The small setting samples 20 texts of 4 tokens: the plumbing, not
+# a measurement (benchmarks/RESULTS.md has 128 x 32).
+
+# %%
+display(figures["shared_removal"])
+
+# %%
+display(figures["mauve"])
 
 # %% [markdown]
 # ## Seed 001: how many tokens hold the mass, and which m-subsets can be

@@ -240,9 +240,10 @@ def get_config(scale: str = "quick") -> config_dict.ConfigDict:
   # Seed 003's MAUVE (App. B.3: 512 prefixes; texts sampled with a KV
   # cache, 14 sets per model): texts per set and their new tokens. Quick:
   # not run (its 20 min); full: 100 x 24 (128 x 32 took 3 min 21 s on
-  # SmolLM2 and 8 min 51 s on Gemma 3: benchmarks/RESULTS.md; full's 2 h);
-  # tiny: the fewest MAUVE's clustering takes.
-  c.real_llm.mauve_samples = at(20, 0, 512, full=100)
+  # SmolLM2 and 8 min 3 s on Gemma 3: benchmarks/RESULTS.md; full's 2 h);
+  # tiny: not run either (colabs/06's small setting and tests/mauve_test.py
+  # run the probe; the rows' both sides are tests/ledger_rows_seed003_test).
+  c.real_llm.mauve_samples = at(0, 0, 512, full=100)
   c.real_llm.mauve_new_tokens = at(4, 32, 64, full=24)
   c.real_llm.cumulative_positions = at(64, 256, 2048, full=512)  # App. A.
   c.real_llm.natural_positions = at(32, 256, 512)  # App. D targets.
