@@ -205,8 +205,10 @@ def _figure(by_model: dict):
 
 def _cell(n, what: str) -> str:
   m = n["mauve"]
-  if not m.get("run") or not m.get("applicable"):
-    return "-"
+  if not m.get("run"):
+    return "not run"  # mauve_samples = 0 (quick, tiny).
+  if not m.get("applicable"):
+    return "n/a"
   if what == "removal":
     i = m["ratios"].index(0.3)
     j = m["adversarial_ratios"].index(0.3)
