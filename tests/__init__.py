@@ -39,8 +39,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # legend: bottleneck.io.plots.save raises otherwise (binaries and notebook
 # kernels started by the tests inherit this).
 os.environ["BOTTLENECK_STRICT_FIGURES"] = "1"
-# pytest -n 2 runs two test processes (and their binaries, notebook kernels)
-# side by side: OpenBLAS threads of two processes spinning on 2 cores made
+# pytest -n 3 runs three test processes (and their binaries, notebook kernels)
+# side by side: OpenBLAS threads of several processes spinning on 2 cores made
 # numpy-heavy tests up to 10x slower (colab 06's gradient cell: 10 s alone,
 # 114 s next to another run). One BLAS thread per process; XLA's own pool
 # is unaffected.

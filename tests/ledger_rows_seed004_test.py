@@ -45,6 +45,40 @@ SPREAD = {**{f"model{i}": 6.2 + 0.06 * i for i in range(1, 7)},
           "model7": 5.5}  # Spread 0.3 > 0.25 x 0.89.
 
 
+def with_seeds(section: dict, *seed_means: dict, noise: float = 0.05
+               ) -> dict:
+  """`section` with Models 1-6 run again at seeds 1, 2, ... (`seed_means`:
+  each seed's mean per model), on the same windows."""
+  shared = (np.asarray(section["unigram"]["window_losses"]) -
+            np.mean(section["unigram"]["window_losses"]))
+  rng = np.random.default_rng(7)
+  seed_runs = [{"run": n, "seed": k, "window_losses": list(
+      m + shared + rng.normal(0, noise, shared.size))}
+               for k, means in enumerate(seed_means, 1)
+               for n, m in means.items()]
+  return {**section, "seed_runs": seed_runs,
+          "alike_seeds": list(range(len(seed_means) + 1))}
+
+
+def shifted(means: dict, by: float, spread: float = 1.0) -> dict:
+  """Models 1-6 of `means` moved by `by`, their spread scaled."""
+  six = {n: m for n, m in means.items() if thesis_stats.GROUP.get(n) == 2}
+  mid = np.mean(list(six.values()))
+  return {n: mid + by + spread * (m - mid) for n, m in six.items()}
+
+
+NEAR_UNIGRAM = {f"model{i}": 7.49 - 0.003 * i for i in range(1, 7)}
+NOISY = {"model1": 6.40, "model2": 6.50, "model7": 5.5}
+
+
+def seed_cases(means: dict, seeds: list, verdict: str, note: str,
+               unigram: float, noise: float = 0.05) -> list[Case]:
+  section = with_seeds(training(means, unigram=unigram, noise=noise),
+                       *seeds)
+  return [Case("004", ALIKE, {"training": section}, config, {"": verdict},
+               f"{note} ({config['scale']})") for config in (QUICK, FULL)]
+
+
 def thesis_cases(where: str, means: dict, verdict: str, note: str,
                  **kw) -> list[Case]:
   return [Case("004", where, {"training": training(means, **kw)}, config,
@@ -90,6 +124,30 @@ CASES = [
                   "one of Models 1-6"),
     *thesis_cases(ALIKE, {**FULL_LIKE, "model2": 6.6}, claim.TOO_SMALL,
                   "model2 above the unigram"),
+    *seed_cases(FULL_LIKE, [shifted(FULL_LIKE, 0.01),
+                            shifted(FULL_LIKE, -0.02, 1.5)],
+                claim.REPRODUCED, "3 seeds, spreads 0.023-0.024 under "
+                "0.12", unigram=7.5),
+    *seed_cases(SPREAD, [shifted(SPREAD, 0.01, 0.9),
+                         shifted(SPREAD, -0.01, 1.1)], claim.DISAGREES,
+                "3 seeds, spreads 0.27-0.33 over 0.22", unigram=7.0),
+    *seed_cases(SPREAD, [shifted(SPREAD, 0.0, 0.1),
+                         shifted(SPREAD, 0.0, 1.5)], claim.TOO_SMALL,
+                "3 seeds, spreads 0.03-0.45 straddle 0.22", unigram=7.0),
+    *seed_cases(FULL_LIKE, [shifted(FULL_LIKE, 0.0)], claim.TOO_SMALL,
+                "2 seeds, each within 0.05 of the unigram", unigram=6.47),
+    # The first seed learned, the others within 0.03 of the unigram: their
+    # spreads cannot exceed 0.12, so they may not pull the row to agree.
+    *seed_cases(FULL_LIKE, [NEAR_UNIGRAM, NEAR_UNIGRAM], claim.TOO_SMALL,
+                "3 seeds, two near the unigram", unigram=7.5),
+    # The first seed's spread is inside its evaluation noise (alone: too
+    # small to speak); four more seeds place it under the threshold.
+    *seed_cases(NOISY, [{"model1": 6.4 + d, "model2": 6.5}
+                        for d in (0.0, 0.01, -0.01, 0.005)],
+                claim.REPRODUCED, "5 seeds settle a noisy first seed",
+                unigram=8.0, noise=1.5),
+    *thesis_cases(ALIKE, NOISY, claim.TOO_SMALL, "the noisy first seed "
+                  "alone", unigram=8.0, noise=1.5),
     *thesis_cases("Table 4.1", FULL_LIKE, claim.REPRODUCED,
                   "the builder's counts"),
     Case("004", "Table 4.1", {"training": {"param_counts": {
@@ -129,6 +187,57 @@ class LedgerRowsSeed004Test(absltest.TestCase):
     self.assertIn("1 seed", row.n)
     self.assertIn("200 validation windows", row.n)
     self.assertStartsWith(row.uncertainty, "95 % paired bootstrap")
+
+  def test_alike_over_seeds_is_a_t_interval_of_the_spreads(self):
+    seeds = [shifted(SPREAD, 0.0, 0.8), shifted(SPREAD, 0.05, 1.3)]
+    section = with_seeds(training(SPREAD, unigram=7.0), *seeds)
+    row = thesis_stats.alike_row(section)
+    spreads = []
+    runs = [section["runs"]] + [
+        [r for r in section["seed_runs"] if r["seed"] == k] for k in (1, 2)]
+    for rs in runs:
+      means = [np.mean(r["window_losses"]) for r in rs
+               if r["run"] != "model7"]
+      spreads.append(max(means) - min(means))
+    lo, hi = sps.t.interval(0.95, 2, np.mean(spreads), sps.sem(spreads))
+    self.assertIn(f"{lo:.3f} .. {hi:.3f}", row.uncertainty)
+    self.assertIn("3 seeds", row.n)
+    self.assertNotIn("training noise unmeasured", " ".join(row.deviations))
+    self.assertIn("Model 7 runs one seed", " ".join(row.deviations))
+    runs_ = section["seed_runs"]
+    for what, changed, error in (
+        ("a model missing", {"seed_runs": runs_[1:]}, claim.Unread),
+        ("a model twice", {"seed_runs": runs_ + runs_[:1]}, claim.Unread),
+        ("a seed missing", {"alike_seeds": [0, 1, 2, 3]}, claim.Unread),
+        ("the first seed again", {"alike_seeds": [1, 0, 2]}, claim.Unread),
+        ("another window count", {"seed_runs": [
+            dict(runs_[0], window_losses=[1.0])] + runs_[1:]},
+         claim.Unread),
+        ("a null loss", {"seed_runs": [dict(runs_[0], window_losses=[
+            None] + runs_[0]["window_losses"][1:])] + runs_[1:]},
+         claim.Unread),
+        ("a float seed", {"seed_runs": [dict(runs_[0], seed=1.5)] +
+                          runs_[1:]}, TypeError),
+        ("not a list", {"seed_runs": {}}, TypeError)):
+      with self.subTest(what), self.assertRaises(error):
+        thesis_stats.alike_row({**section, **changed})
+    # Fig. 5.1's row does not read the seed runs.
+    thesis_stats.ordering_row({**section, "seed_runs": {}})
+    # Identical seeds carry no training noise: too small to speak.
+    same = with_seeds(training(SPREAD, unigram=7.0))
+    same["seed_runs"] = [dict(r, seed=1) for r in section["runs"]
+                         if r["run"] != "model7"]
+    same["alike_seeds"] = [0, 1]
+    self.assertEqual(thesis_stats.alike_row(same).verdict, claim.TOO_SMALL)
+
+  def test_alike_seeds_are_checked(self):
+    c = report_config.get_config("tiny")
+    for seeds in ((0,), (1, 1), (1.5,), (True,), (-1,), (2**31,), ("a",)):
+      c.training.alike_seeds = seeds
+      with self.assertRaisesRegex(ValueError, "config.training.alike_seeds"):
+        report_config.alike_seeds(c)
+    c.training.alike_seeds = (2, 1)
+    self.assertEqual(report_config.alike_seeds(c), [2, 1])
 
   def test_an_early_ordering_says_how_early(self):
     row = thesis_stats.ordering_row(training(FULL_LIKE))

@@ -19,6 +19,11 @@ import tests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_HALF = ("table1", "figure5", "prescribed", "signrank", "figure1",
               "figure3", "natural", "trained")
+# The training sections in two groups that share no run (the probe model's
+# sections need lowrank's runs too), so that pytest's workers run them side
+# by side: one test of all of them was the suite's longest by 3x.
+TRAINING = ("training", "spamlang")
+PROBES = ("gradient", "gradient_theory", "lowrank", "encoding", "appendices")
 # On SmolLM2 and Gemma 3 the real-LLM comparison is exercised by colab 06;
 # here it compares two small GGUFs of different families that the test
 # writes (same code path, seconds instead of minutes).
@@ -51,16 +56,23 @@ class ReportTest(absltest.TestCase):
     return md, saved
 
   def test_tiny_report_paper_one_sections(self):
-    # Split in two halves so that pytest -n 2 runs them side by side.
+    # The paper-one sections apart from the others, so that pytest's workers
+    # run them side by side.
     md, saved = self._run_binary(FIRST_HALF)
     self.assertEqual(
         saved["sections"]["table1"]["rows_matching_paper"]["gumbel"], 22)
     self.assertIn("## Corollary 3", md)
     self.assertIn("figure2_bounds.png", md)
 
-  def test_tiny_report_training_and_probe_sections(self):
-    md, saved = self._run_binary(
-        [s for s in runner.SECTIONS if s not in FIRST_HALF + REAL_LLM])
+  def test_the_groups_cover_every_section_once(self):
+    groups = FIRST_HALF + TRAINING + PROBES + REAL_LLM
+    self.assertCountEqual(groups, runner.SECTIONS)
+    for name in PROBES:  # Every section a probe section needs is in PROBES.
+      self.assertContainsSubset(runner.SECTIONS[name].blocks or (), PROBES +
+                                ("probes",))
+
+  def test_tiny_report_probe_sections(self):
+    md, saved = self._run_binary(list(PROBES))
     self.assertIn("## Seed 003", md)
     grad = list(saved["sections"]["gradient"].values())[0]
     self.assertTrue(0 < grad["norm_ratio"] < 1)
@@ -72,9 +84,19 @@ class ReportTest(absltest.TestCase):
     self.assertAlmostEqual(freq[-1]["conv_qkv_0"], 1.0)
     self.assertIsNotNone(freq[-1]["val_loss"])
     self.assertIn("Frequency probe on a llama-like real-text run", md)
+
+  def test_tiny_report_training_sections(self):
+    md, saved = self._run_binary(list(TRAINING))
+    self.assertIn("## Seed 002 Fig. 14: SpamLang", md)
     # Seed 004's completions scored per run and length (issue 78); a
     # model not below the unigram on the originals is named first.
     runs = saved["sections"]["training"]["runs"]
+    # §5.1 over seeds: Models 1-6 again at alike_seeds, on the same windows.
+    extra = saved["sections"]["training"]["seed_runs"]
+    self.assertEqual([(r["run"], r["seed"]) for r in extra],
+                     [("model1,cpu", 1)])
+    self.assertLen(extra[0]["window_losses"], len(runs[0]["window_losses"]))
+    self.assertNotEqual(extra[0]["window_losses"], runs[0]["window_losses"])
     tokens = list(report_config.get_config("tiny").training.tokens)
     for r in runs:
       self.assertEqual([s["tokens"] for s in r["completion_scores"]], tokens)

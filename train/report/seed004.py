@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from configs import report as report_config
 from configs import thesis
 from train.report import claim, thesis_completions, thesis_eval
 from train.report import thesis_stats
@@ -35,12 +36,15 @@ PAPER_THESIS = ("seed 004 Fig. 5.1: at equal training steps Model 8's "
 
 
 def thesis_run(name: str, steps: int, outdir: str, source: str = "",
-               path: str = "", batch: int = 0, lr: float = 0.0) -> str:
+               path: str = "", batch: int = 0, lr: float = 0.0,
+               seed: int = 0) -> str:
   """Trains (or finds) one of the thesis's models (configs/thesis.py: its
   GPT-Neo tokenizer, V = 50257) for `steps` steps on `source` / `path`
-  ('' = the config's TinyStories), `batch` sequences of 128 tokens a step
-  and peak lr `lr` (0 = the config's); returns the workdir."""
+  ('' = the config's TinyStories), `batch` sequences of 128 tokens a step,
+  peak lr `lr` (0 = the config's) and `seed` (initialisation, data order
+  and which validation windows the trainer draws); returns the workdir."""
   cfg = thesis.get_config(name)
+  cfg.seed = seed
   if source:
     cfg.data.source, cfg.data.path = source, path
   if batch:
@@ -51,38 +55,69 @@ def thesis_run(name: str, steps: int, outdir: str, source: str = "",
   cfg.checkpoint_every = steps
   tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{source or 'default'}-{path}")
   workdir = run_dir(outdir, f"thesis_{name.replace(',', '_')}_"
-                    f"{tag.strip('-')}_n{steps}", cfg)
+                    f"{tag.strip('-')}_n{steps}" + (f"_s{seed}" if seed
+                                                    else ""), cfg)
   trainer.train_and_evaluate(cfg, workdir)
   return workdir
+
+
+def scored(workdirs: dict, windows: int = 0, windows_of: str = ""):
+  """({name: each validation window's loss}, the windows' targets [W, T])
+  of the runs' last checkpoints on the first `windows` (0: all) of their
+  trainer's validation windows, or of `windows_of`'s (another run's)."""
+  losses, targets = {}, None
+  for name, wd in workdirs.items():
+    losses[name], y = thesis_eval.window_losses(wd, windows, windows_of)
+    if targets is not None and not np.array_equal(y, targets):
+      raise ValueError("the thesis runs were evaluated on different "
+                       "validation windows; their losses cannot be paired.")
+    targets = y
+  return losses, targets
 
 
 def measured(workdirs: dict, windows: int = 0) -> dict:
   """What the ledger's rows test (train/report/thesis_eval.py): each run's
   loss on every validation window of its last evaluation, the unigram's on
   the same windows (the first `windows` of them; 0: all), Table 4.1's
-  parameter counts."""
-  losses, targets = {}, None
-  for name, wd in workdirs.items():
-    losses[name], y = thesis_eval.window_losses(wd, windows)
-    if targets is not None and not np.array_equal(y, targets):
-      raise ValueError("the thesis runs were evaluated on different "
-                       "validation windows; their losses cannot be paired.")
-    targets = y
+  parameter counts; `targets` [W, T] (not saved)."""
+  losses, targets = scored(workdirs, windows)
   first = next(iter(workdirs.values()))
   return {"window_losses": losses, "unigram": {
       "window_losses": thesis_eval.unigram_window_losses(first, targets)},
-          "param_counts": thesis_eval.param_counts()}
+          "param_counts": thesis_eval.param_counts(), "targets": targets}
+
+
+def alike_seed_runs(c, seeds: list[int], run, first: dict, targets
+                    ) -> list[dict]:
+  """Models 1-6 of `c.runs` again at each of `seeds` (§5.1 over seeds): per
+  run its name, seed and loss on the first seed's validation windows
+  (`first`: name -> workdir; `targets`: those windows' [W, T], checked)."""
+  six = [n for n in c.runs if thesis_stats.GROUP.get(
+      thesis_stats.base(n)) == 2]
+  out = []
+  for seed in seeds if six else ():
+    losses, y = scored({name: run(name, seed) for name in six},
+                       c.get("eval_windows", 0), first[six[0]])
+    if not np.array_equal(y, targets):
+      raise ValueError(f"seed {seed}'s runs were scored on other windows "
+                       "than the first seed's; their spreads cannot be "
+                       "compared.")
+    out += [{"run": name, "seed": seed, "window_losses": losses[name]}
+            for name in six]
+  return out
 
 
 def training(config, outdir: str) -> Section:
   """Seed 004 Fig. 5.1, §5.1 and Tables 4.1, 5.1 / 5.2: the thesis's
   models."""
   c = config.training
-  workdirs = {name: thesis_run(name, c.steps, outdir, c.source, c.path,
-                               c.batch, c.lr)
-              for name in c.runs}
+  seeds = report_config.alike_seeds(config)  # Also checked at the start.
+  run = lambda name, seed: thesis_run(name, c.steps, outdir, c.source,
+                                      c.path, c.batch, c.lr, seed)
+  workdirs = {name: run(name, config.seed) for name in c.runs}
   rows = {name: run_folders.metrics(wd) for name, wd in workdirs.items()}
   got = measured(workdirs, c.get("eval_windows", 0))
+  seed_runs = alike_seed_runs(c, seeds, run, workdirs, got["targets"])
   scores, table = thesis_completions.measure(workdirs, c.stories,
                                              list(c.tokens), config.seed)
   runs = []
@@ -105,6 +140,9 @@ def training(config, outdir: str) -> Section:
   numbers = {"runs": runs, "unigram": got["unigram"], "steps": c.steps,
              "thesis_steps": thesis.get_config("model1").train.steps,
              "seeds": [config.seed], "corpus": corpus,
+             "alike_seeds": [config.seed] + sorted({r["seed"]
+                                                    for r in seed_runs}),
+             "seed_runs": seed_runs,
              "param_counts": got["param_counts"],
              "completions_markdown": table}
   shown = [{k: v for k, v in r.items()

@@ -26,12 +26,14 @@ def eval_windows(config):
           np.concatenate([y for _, y in xy]))
 
 
-def window_losses(workdir: str, windows: int = 0
+def window_losses(workdir: str, windows: int = 0, windows_of: str = ""
                   ) -> tuple[list[float], np.ndarray]:
   """(each validation window's mean cross-entropy under the run's newest
   checkpoint, the windows' targets y [W, T]) on the first `windows` of the
   trainer's validation windows (0: all, whose mean is the run's final
-  validation loss), one batch at a time as the trainer."""
+  validation loss), one batch at a time as the trainer. `windows_of`:
+  another run's workdir whose windows to score instead (its seed draws
+  them), so that runs of two seeds are compared on the same text."""
   params, cfg, tok, config = runs.load(workdir)
   del tok
   model = cfg.module()
@@ -42,7 +44,7 @@ def window_losses(workdir: str, windows: int = 0
     return jax.lax.map(lambda hy: loss_lib.model_xent(
         cfg, params, hy[0], hy[1], config.train.loss_chunk), (h, y_bxt))
 
-  x, y = eval_windows(config)
+  x, y = eval_windows(runs.read_config(windows_of) if windows_of else config)
   if windows:
     x, y = x[:windows], y[:windows]
   b = config.train.batch_size

@@ -6,7 +6,9 @@ counts (Table 4.1).
 The uncertainty of a validation loss is the evaluation's own: every model
 is scored on the same W validation windows, and a paired bootstrap over
 them (`window_means`) gives each difference an interval. One seed per
-model: training noise is not measured, and the rows say so. A model whose
+model (training noise not measured, and the rows say so), except where
+`alike_seeds` ran Models 1-6 again: §5.1's row then reads a t interval of
+their spread over the seeds. A model whose
 validation loss is not below the unigram cross-entropy (the best
 context-free predictor, fit on the training text) has learned no use of
 context, and a row comparing it is too small to speak.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train.report import claim
+from train.report import claim, intervals
 
 BOOTSTRAP = 2000  # Resamples of the validation windows.
 LEVEL = 0.95  # Of every bootstrap interval.
@@ -71,6 +73,43 @@ def parsed(s) -> dict:
           "thesis_steps": claim.num(s, "thesis_steps"),
           "seeds": len(claim.get(s, "seeds")),
           "corpus": claim.get(s, "corpus")}
+
+
+def seed_losses(s, six: list[str], windows: int) -> dict:
+  """{seed: {model: [W] window losses}} of `seed_runs`: each of
+  `alike_seeds` past the first, each of `six` (Models 1-6 as run at the
+  first seed) once per seed; {} in reports saved before them."""
+  if "seed_runs" not in s:
+    return {}
+  runs = claim.get(s, "seed_runs")
+  if not isinstance(runs, list):
+    raise TypeError(f"`seed_runs` is a {type(runs).__name__}, not a list")
+  want = claim.get(s, "alike_seeds")
+  if not isinstance(want, list) or not want:
+    raise TypeError("`alike_seeds` is not a non-empty list")
+  out = {}
+  for i, r in enumerate(runs):
+    at = f"seed_runs[{i}]"
+    seed, name = claim.get(r, "seed", at=at), base(claim.get(r, "run", at=at))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+      raise TypeError(f"`{at}.seed` is {seed!r}, not an integer")
+    w = claim.get(r, "window_losses", at=at)
+    if not isinstance(w, list) or len(w) != windows:
+      raise claim.Unread(f"`{at}.window_losses` missing or of another count "
+                         "than the first seed's")
+    for x in w:
+      claim.finite(x, f"{at}.window_losses")
+    if name in out.setdefault(seed, {}):
+      raise claim.Unread(f"`{at}`: {name} at seed {seed} twice")
+    out[seed][name] = w
+  if sorted(out) != sorted(want[1:]) or want[0] in out:
+    raise claim.Unread(f"`seed_runs` holds seeds {sorted(out)}, "
+                       f"`alike_seeds` past the first {want[1:]}")
+  for seed, by_name in out.items():
+    if sorted(by_name) != sorted(six):
+      raise claim.Unread(f"`seed_runs` at seed {seed}: {sorted(by_name)}, "
+                         f"not Models 1-6 as run: {sorted(six)}")
+  return out
 
 
 def deviations(p: dict) -> tuple[str, ...]:
@@ -220,6 +259,9 @@ def alike_row(s) -> claim.Row:
                      "the thesis compares them on is absent; more steps "
                      "would decide", deviations(p))
   tau = ALIKE_SHARE * gap
+  by_seed = seed_losses(s, six, len(p["unigram"]))
+  if by_seed:
+    return _alike_over_seeds(p, by_seed, six, tau, ours, stat)
   unc = claim.bracket(lo, hi, ".3f", f"{100 * LEVEL:.0f} % paired bootstrap "
                       f"over the windows (evaluation noise only; "
                       f"{p['seeds']} seed)")
@@ -247,6 +289,62 @@ def alike_row(s) -> claim.Row:
                               verdict, "")
   return claim.Row(verdict, ours, stat + f" = {tau:.3f}", sample(p), unc,
                    why, devs)
+
+
+def _alike_over_seeds(p: dict, by_seed: dict, six: list[str], tau: float,
+                      ours: str, stat: str) -> claim.Row:
+  """alike_row over seeds: the spread of Models 1-6 per seed, each scored
+  on the first seed's windows, a t interval over the seeds against `tau`
+  (the first seed's distance to Model 7). Too small to speak where some
+  seed's models are not clear of the unigram by the noise, or all sit
+  under it by less than tau (that seed's spread cannot exceed it)."""
+  per_seed = {"first": {n: p["losses"][p["names"].index(n)] for n in six},
+              **by_seed}
+  uni = np.mean(p["unigram"])
+  spreads, why = [], []
+  for seed, losses in per_seed.items():
+    means = [float(np.mean(losses[n])) for n in six]
+    spreads.append(max(means) - min(means))
+    boot, uni_b = window_means([losses[n] for n in six], p["unigram"])
+    unclear = [n for k, n in enumerate(six)
+               if interval(boot[:, k] - uni_b)[1] >= 0]
+    below = [uni - m for m in means]
+    if unclear:
+      why.append(f"seed {seed}: {', '.join(unclear)} not below the unigram "
+                 "clear of the evaluation noise")
+    elif max(below) < tau:
+      why.append(f"seed {seed}: Models 1-6 within {max(below):.3f} nats of "
+                 f"the unigram, under the threshold {tau:.3f}, so its "
+                 "spread cannot exceed it")
+  n = len(spreads)
+  sample_ = (f"{len(six)} of Models 1-6 x {n} seeds, {len(p['unigram'])} "
+             f"validation windows, {p['steps']:.0f} steps each")
+  ours += (f"; spread per seed (first, then {', '.join(map(str, by_seed))})"
+           f" {', '.join(f'{x:.3f}' for x in spreads)}")
+  devs = deviations(p)[:2] + (
+      f"threshold inferred ({ALIKE_SHARE:g} of the distance to Model 7), "
+      "from the first seed alone: Model 7 runs one seed, so the "
+      "threshold's own training noise is unmeasured",)
+  stat = stat + f" = {tau:.3f}, per seed"
+  if np.ptp(spreads) == 0:
+    return claim.Row(claim.TOO_SMALL, ours, stat, sample_, "none: every "
+                     "seed's spread is the same", "identical spreads over "
+                     "seeds (the same runs?) carry no training noise; "
+                     "distinct seeds would decide", devs)
+  mean, lo, hi = intervals.t_interval(spreads)
+  unc = claim.bracket(max(lo, 0.0), hi, ".3f", f"{100 * LEVEL:.0f} % t "
+                      f"interval over {n} seeds of the spread (mean "
+                      f"{mean:.3f}; training noise; the windows shared)")
+  if why:
+    return claim.Row(claim.TOO_SMALL, ours, stat, sample_, unc,
+                     "; ".join(why) + "; longer runs would decide", devs)
+  verdict = claim.side(lo, hi, tau, agrees_above=False)
+  why_ = {claim.DISAGREES: "the spread's interval over seeds lies above "
+                           "the threshold",
+          claim.TOO_SMALL: "the spread's interval over seeds straddles the "
+                           "threshold; more seeds would decide"}.get(
+                               verdict, "")
+  return claim.Row(verdict, ours, stat, sample_, unc, why_, devs)
 
 
 def rounded_like(count: int, printed: str) -> str:
