@@ -15,7 +15,8 @@ Scales (the `--scale` flag of train.report picks one):
   paper  the papers' configurations, meant for an accelerator (never run
          whole on one: README, "Which backends have run what"): Figure 5
          with the materialised matrix, Table 3's SpamLang, a Table 4
-         backbone.
+         backbone, the thesis's 20000 steps with Models 1-6 at three
+         seeds.
   tiny   seconds; what the test suite runs.
 
 Launch:

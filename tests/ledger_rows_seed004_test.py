@@ -74,7 +74,7 @@ NOISY = {"model1": 6.40, "model2": 6.50, "model7": 5.5}
 def seed_cases(means: dict, seeds: list, verdict: str, note: str,
                unigram: float, noise: float = 0.05) -> list[Case]:
   section = with_seeds(training(means, unigram=unigram, noise=noise),
-                       *seeds)
+                       *seeds, noise=noise)
   return [Case("004", ALIKE, {"training": section}, config, {"": verdict},
                f"{note} ({config['scale']})") for config in (QUICK, FULL)]
 
@@ -141,13 +141,23 @@ CASES = [
     *seed_cases(FULL_LIKE, [NEAR_UNIGRAM, NEAR_UNIGRAM], claim.TOO_SMALL,
                 "3 seeds, two near the unigram", unigram=7.5),
     # The first seed's spread is inside its evaluation noise (alone: too
-    # small to speak); four more seeds place it under the threshold.
-    *seed_cases(NOISY, [{"model1": 6.4 + d, "model2": 6.5}
-                        for d in (0.0, 0.01, -0.01, 0.005)],
+    # small to speak); four more seeds, as noisy, place it under 0.236.
+    *seed_cases(NOISY, [{"model1": 6.4, "model2": 6.5}] * 4,
                 claim.REPRODUCED, "5 seeds settle a noisy first seed",
-                unigram=8.0, noise=1.5),
+                unigram=8.0, noise=0.7),
     *thesis_cases(ALIKE, NOISY, claim.TOO_SMALL, "the noisy first seed "
-                  "alone", unigram=8.0, noise=1.5),
+                  "alone", unigram=8.0, noise=0.7),
+    # A seed whose model2 is not below the unigram; seeds whose Models 1-6
+    # fall below Model 7; one seed of eleven over the threshold.
+    *seed_cases(SPREAD, [{**shifted(SPREAD, 0.0), "model2": 7.0}] * 2,
+                claim.TOO_SMALL, "model2 at the unigram at seeds 1, 2",
+                unigram=7.0),
+    *seed_cases(FULL_LIKE, [shifted(FULL_LIKE, -1.0),
+                            shifted(FULL_LIKE, -1.2)], claim.TOO_SMALL,
+                "seeds 1, 2 below Model 7", unigram=7.5),
+    *seed_cases(FULL_LIKE, [shifted(FULL_LIKE, 0.0)] * 9 +
+                [shifted(FULL_LIKE, 0.0, 20.0)], claim.TOO_SMALL,
+                "one seed of eleven spread 0.3 > 0.12", unigram=7.5),
     *thesis_cases("Table 4.1", FULL_LIKE, claim.REPRODUCED,
                   "the builder's counts"),
     Case("004", "Table 4.1", {"training": {"param_counts": {
@@ -218,17 +228,35 @@ class LedgerRowsSeed004Test(absltest.TestCase):
          claim.Unread),
         ("a float seed", {"seed_runs": [dict(runs_[0], seed=1.5)] +
                           runs_[1:]}, TypeError),
+        ("a run that is no name", {"seed_runs": [dict(runs_[0], run=5)] +
+                                   runs_[1:]}, TypeError),
+        ("an overflowing mean", {"seed_runs": [dict(runs_[0], window_losses=[
+            1e308] * len(runs_[0]["window_losses"]))] + runs_[1:]},
+         claim.Unread),
+        ("a repeated seed", {"alike_seeds": [0, 1, 1, 2]}, claim.Unread),
+        ("another first seed", {"alike_seeds": [9, 1, 2]}, claim.Unread),
+        ("seed 2 the same runs as seed 1", {"seed_runs": [
+            dict(r, window_losses=list(np.asarray(r["window_losses"]) +
+                                       1e-9)) if r["seed"] == 2 else r
+            for r in [dict(r, window_losses=[
+                q["window_losses"] for q in runs_ if q["seed"] == 1 and
+                q["run"] == r["run"]][0]) for r in runs_]]}, claim.Unread),
         ("not a list", {"seed_runs": {}}, TypeError)):
       with self.subTest(what), self.assertRaises(error):
         thesis_stats.alike_row({**section, **changed})
     # Fig. 5.1's row does not read the seed runs.
     thesis_stats.ordering_row({**section, "seed_runs": {}})
-    # Identical seeds carry no training noise: too small to speak.
+    # The first seed's own runs again as seed 1: not read.
     same = with_seeds(training(SPREAD, unigram=7.0))
     same["seed_runs"] = [dict(r, seed=1) for r in section["runs"]
                          if r["run"] != "model7"]
     same["alike_seeds"] = [0, 1]
-    self.assertEqual(thesis_stats.alike_row(same).verdict, claim.TOO_SMALL)
+    with self.assertRaises(claim.Unread):
+      thesis_stats.alike_row(same)
+    # The reader runs before the row's early returns.
+    with self.assertRaises(TypeError):
+      thesis_stats.alike_row({**training({"model1": 6.2, "model7": 5.9}),
+                              "seed_runs": "garbage", "alike_seeds": [0]})
 
   def test_alike_seeds_are_checked(self):
     c = report_config.get_config("tiny")
