@@ -32,9 +32,8 @@ cmd=${1:-report}
 [ $# -gt 0 ] && shift
 case "$cmd" in
   report) exec "$PY" -m train.report "$@" ;;
-  test)  # Three workers on 2 cores: in one hour, warm caches, 10 min 13 s
-         # against two workers' 12 min 6 s (binaries start, checkpoints
-         # write); one BLAS thread each (tests/__init__.py).
+  test)  # Three workers on 2 cores (faster than two: benchmarks/RESULTS.md,
+         # the test suite); one BLAS thread each (tests/__init__.py).
     export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
     exec "$PY" -m pytest -n 3 --dist worksteal "$@" ;;
   setup) ;;

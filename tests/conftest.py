@@ -17,23 +17,23 @@ from absl.testing import absltest  # noqa: F401  (defines --test_tmpdir)
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
-# Substrings of node ids, one group per worker, heaviest first (seconds of
-# the 3-worker suite with warm caches on a 2-core CPU). With n workers
-# group i goes to worker i mod n.
+# Substrings of node ids, one group per worker, heaviest first (by their
+# --durations in the 3-worker suite). With n workers group i goes to
+# worker i mod n.
 GROUPS = (
-    ("small_04_gradient_bottleneck",  # 49 s: probe model, low-rank, SpamLang
+    ("small_04_gradient_bottleneck",  # probe model, low-rank, SpamLang
      "test_tiny_report_probe_sections",  # the same probe model and sweep
-     "small_05_probability_encoding",  # 26 s: the same probe model
-     "test_ctrl_c_is_one_line_and_exit_130"),  # 12 s
-    ("test_two_processes_stop_resume_and_recover_like_one",  # 63 s
+     "small_05_probability_encoding",  # the same probe model
+     "test_ctrl_c_is_one_line_and_exit_130"),
+    ("test_two_processes_stop_resume_and_recover_like_one",
      "test_tiny_report_training_sections",  # thesis runs, SpamLang
-     "small_03_train_small_lm",  # 18 s: Model 1, as the report's `training`
-     "test_sigkill_then_restart_reproduces_the_losses"),  # 24 s, twice
-    ("small_06_real_llm",  # 53 s: SmolLM2
-     "test_tiny_report_paper_one_sections",  # 48 s: bounds and LP sections
-     "test_offline_llms_load_and_predict_english",  # 33 s: SmolLM2, Gemma 3
-     "test_real_llm_section_compares_two_small_ggufs",  # 32 s
-     "small_02_topm_lp"),  # 12 s: the LP sweeps
+     "small_03_train_small_lm",  # Model 1, as the report's `training`
+     "test_sigkill_then_restart_reproduces_the_losses"),
+    ("small_06_real_llm",  # SmolLM2
+     "test_tiny_report_paper_one_sections",  # bounds and LP sections
+     "test_offline_llms_load_and_predict_english",  # SmolLM2, Gemma 3
+     "test_real_llm_section_compares_two_small_ggufs",
+     "small_02_topm_lp"),  # the LP sweeps
 )
 
 

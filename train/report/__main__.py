@@ -113,7 +113,7 @@ def _check_elements(field: str, value, preset) -> None:
 def main(argv):
   del argv
   # Imported once the flags have parsed: a bad flag is its error line in a
-  # second, not after the sections' imports (2.5 s of jax, scipy, flax).
+  # second, not after the sections' imports (jax, scipy, flax).
   from train.report import runner  # pylint: disable=g-import-not-at-top
   only = None
   if FLAGS.sections is not None:

@@ -140,8 +140,7 @@ def training(config, outdir: str) -> Section:
   numbers = {"runs": runs, "unigram": got["unigram"], "steps": c.steps,
              "thesis_steps": thesis.get_config("model1").train.steps,
              "seeds": [config.seed], "corpus": corpus,
-             "alike_seeds": [config.seed] + sorted({r["seed"]
-                                                    for r in seed_runs}),
+             "alike_seeds": [config.seed] + (seeds if seed_runs else []),
              "seed_runs": seed_runs,
              "param_counts": got["param_counts"],
              "completions_markdown": table}

@@ -328,8 +328,7 @@ def _alike_over_seeds(p: dict, by_seed: dict, six: list[str], tau: float,
     means = [float(np.mean(losses[n])) for n in six]
     spreads.append(max(means) - min(means))
     boot, uni_b = window_means([losses[n] for n in six], p["unigram"])
-    unclear = [n for k, n in enumerate(six)
-               if interval(boot[:, k] - uni_b)[1] >= 0]
+    unclear = unlearned({"names": six}, boot, uni_b, six)
     below = [uni - m for m in means]
     if unclear:
       why.append(f"seed {seed}: {', '.join(unclear)} not below the unigram "
